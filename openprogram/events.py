@@ -1,0 +1,211 @@
+"""Provider stream events, loop events, and the async event stream that carries them (SPEC §2).
+
+Events are small pydantic models built once and never copied.  Provider events share one class
+(``AssistantMessageEvent``) discriminated by ``type`` because their fields overlap; loop events are
+one class per kind (a discriminated union, ``AgentEvent``) so a consumer can ``match`` on them.
+
+``partial`` on a provider event is the assistant message as streamed so far: the *same object*
+throughout one response (see ``openprogram.types``), so carrying it is free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from .types import AssistantMessage, Message, Termination, ToolCall, ToolResultMessage, UserMessage
+
+ProviderEventType: TypeAlias = Literal[
+    "start",
+    "text_start",
+    "text_delta",
+    "text_end",
+    "thinking_start",
+    "thinking_delta",
+    "thinking_end",
+    "toolcall_start",
+    "toolcall_delta",
+    "toolcall_end",
+    "done",
+    "error",
+]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class AssistantMessageEvent(_Event):
+    """One provider stream event.
+
+    - ``*_start``/``*_delta``/``*_end`` carry ``content_index``; deltas carry the raw fragment in
+      ``delta``; ``toolcall_end`` carries the parsed ``tool_call``.
+    - Exactly one terminal event ends a stream: ``done`` (reason stop/length/toolUse) or
+      ``error`` (reason error/aborted); both carry the final ``message``.
+    """
+
+    type: ProviderEventType
+    content_index: int | None = None
+    delta: str | None = None
+    tool_call: ToolCall | None = None
+    reason: str | None = None
+    partial: AssistantMessage | None = None
+    message: AssistantMessage | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.type == "done" or self.type == "error"
+
+
+class AgentStart(_Event):
+    type: Literal["agent_start"] = "agent_start"
+
+
+class AgentEnd(_Event):
+    """The last event of every run. ``undelivered`` holds steering/follow-up messages that were
+    handed to the loop but could not be delivered (the cap was reached): never silently lost."""
+
+    type: Literal["agent_end"] = "agent_end"
+    messages: list[Message]
+    termination: Termination
+    undelivered: list[UserMessage] = []
+    model_calls: int = 0
+
+
+class TurnStart(_Event):
+    type: Literal["turn_start"] = "turn_start"
+
+
+class TurnEnd(_Event):
+    type: Literal["turn_end"] = "turn_end"
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage]
+
+
+class MessageStart(_Event):
+    type: Literal["message_start"] = "message_start"
+    message: Message
+
+
+class MessageUpdate(_Event):
+    type: Literal["message_update"] = "message_update"
+    message: AssistantMessage
+    event: AssistantMessageEvent
+
+
+class MessageEnd(_Event):
+    type: Literal["message_end"] = "message_end"
+    message: Message
+
+
+class ToolExecutionStart(_Event):
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+class ToolExecutionUpdate(_Event):
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    partial: Any = None
+
+
+class ToolExecutionEnd(_Event):
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: ToolResultMessage
+    is_error: bool
+
+
+AgentEvent: TypeAlias = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+)
+
+E = TypeVar("E")
+R = TypeVar("R")
+
+
+class EventStream(Generic[E, R]):
+    """An async-iterable stream of events with an awaitable final result.
+
+    It is pull-driven: the producer (an async generator) advances only while someone iterates, so
+    there is no queue and no background task on the hot path.  ``await stream`` (or
+    ``await stream.result()``) drains whatever has not been consumed and returns the result that
+    the producer set through ``set_result``.  Iterate at most once.
+    """
+
+    __slots__ = ("_gen", "_result", "_has_result", "_started", "_done")
+
+    def __init__(self, producer: AsyncGenerator[E, None] | None = None) -> None:
+        self._gen = producer
+        self._result: R | None = None
+        self._has_result = False
+        self._started = False
+        self._done = False
+
+    def bind(self, producer: AsyncGenerator[E, None]) -> None:
+        """Attach the producer after construction (it may need a reference to this stream)."""
+        self._gen = producer
+
+    def set_result(self, value: R) -> None:
+        self._result = value
+        self._has_result = True
+
+    def __aiter__(self) -> AsyncIterator[E]:
+        if self._started:
+            raise RuntimeError("an EventStream can be iterated only once")
+        self._started = True
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[E]:
+        assert self._gen is not None, "EventStream has no producer"
+        try:
+            async for event in self._gen:
+                yield event
+        finally:
+            self._done = True
+
+    async def result(self) -> R:
+        if not self._started:
+            async for _ in self:
+                pass
+        elif not self._done:
+            raise RuntimeError("result() awaited while the stream is still being iterated")
+        if not self._has_result:
+            raise RuntimeError("the stream ended without a result")
+        return self._result  # type: ignore[return-value]
+
+    def __await__(self) -> Generator[Any, None, R]:
+        return self.result().__await__()
+
+
+__all__ = [
+    "AgentEnd",
+    "AgentEvent",
+    "AgentStart",
+    "AssistantMessageEvent",
+    "EventStream",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "ProviderEventType",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "TurnEnd",
+    "TurnStart",
+]

@@ -1,0 +1,266 @@
+"""The provider contract (SPEC §3) and the one helper every provider uses to emit events.
+
+A provider is anything with ``stream(model, context, options)`` returning an async iterator of
+``AssistantMessageEvent``.  It must never raise for API or transport failures: it ends the stream
+with an ``error`` event whose message carries ``error_status``/``error_retryable``/
+``error_retry_after_s``.  ``MessageBuilder`` makes that easy and keeps every provider's event
+sequence identical in shape (the scripted provider, the emulator-backed adapters and cassette
+replays all go through it), so tests of one hold for the others.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from ..cancel import CancelToken
+from ..events import AssistantMessageEvent
+from ..types import (
+    AssistantMessage,
+    Message,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+
+ToolChoice: TypeAlias = str | dict[str, Any]
+"""``"auto"`` | ``"required"`` | ``"none"`` | ``{"type": "function", "name": X}``."""
+
+
+@dataclass(slots=True)
+class Context:
+    """What a provider sees: the system prompt, the history (the loop's own list, appended in
+    place, never copied) and the tool definitions."""
+
+    system_prompt: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    tools: list[ToolSpec] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class StreamOptions:
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    cancel: CancelToken | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    def stream(
+        self, model: str, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]: ...
+
+
+TerminalReason: TypeAlias = Literal["stop", "length", "toolUse"]
+
+
+class MessageBuilder:
+    """Builds one streamed ``AssistantMessage`` and the events that describe it.
+
+    Each method mutates the partial message in place and returns the event to yield.  Tool-call
+    argument fragments are buffered and parsed once at ``toolcall_end``; JSON that does not parse
+    leaves ``arguments={}`` and keeps the text in ``ToolCall.raw_arguments`` so the loop can feed
+    an invalid-arguments result back instead of crashing.
+    """
+
+    __slots__ = ("message", "_args", "_open")
+
+    def __init__(self, model: str = "", provider: str = "", api: str = "") -> None:
+        self.message = AssistantMessage(model=model, provider=provider, api=api)
+        self._args: dict[int, list[str]] = {}
+        self._open: dict[int, str] = {}
+
+    def _ev(self, type_: Any, index: int | None = None, **kw: Any) -> AssistantMessageEvent:
+        return AssistantMessageEvent(type=type_, content_index=index, partial=self.message, **kw)
+
+    def start(self) -> AssistantMessageEvent:
+        return self._ev("start")
+
+    # -- text -------------------------------------------------------------------------------
+    def text_start(self) -> tuple[int, AssistantMessageEvent]:
+        self.message.content.append(TextContent(text=""))
+        i = len(self.message.content) - 1
+        self._open[i] = "text"
+        return i, self._ev("text_start", i)
+
+    def text_delta(self, index: int, delta: str) -> AssistantMessageEvent:
+        block = self.message.content[index]
+        block.text += delta  # type: ignore[union-attr]
+        return self._ev("text_delta", index, delta=delta)
+
+    def text_end(self, index: int) -> AssistantMessageEvent:
+        self._open.pop(index, None)
+        return self._ev("text_end", index)
+
+    # -- thinking ---------------------------------------------------------------------------
+    def thinking_start(self, redacted: bool = False) -> tuple[int, AssistantMessageEvent]:
+        self.message.content.append(ThinkingContent(thinking="", redacted=redacted))
+        i = len(self.message.content) - 1
+        self._open[i] = "thinking"
+        return i, self._ev("thinking_start", i)
+
+    def thinking_delta(self, index: int, delta: str) -> AssistantMessageEvent:
+        block = self.message.content[index]
+        block.thinking += delta  # type: ignore[union-attr]
+        return self._ev("thinking_delta", index, delta=delta)
+
+    def thinking_end(self, index: int, signature: str | None = None) -> AssistantMessageEvent:
+        if signature is not None:
+            self.message.content[index].signature = signature  # type: ignore[union-attr]
+        self._open.pop(index, None)
+        return self._ev("thinking_end", index)
+
+    # -- tool calls -------------------------------------------------------------------------
+    def toolcall_start(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
+        self.message.content.append(ToolCall(id=id, name=name))
+        i = len(self.message.content) - 1
+        self._args[i] = []
+        self._open[i] = "toolcall"
+        return i, self._ev("toolcall_start", i)
+
+    def toolcall_delta(self, index: int, fragment: str) -> AssistantMessageEvent:
+        self._args[index].append(fragment)
+        return self._ev("toolcall_delta", index, delta=fragment)
+
+    def toolcall_end(
+        self, index: int, arguments: Mapping[str, Any] | None = None
+    ) -> AssistantMessageEvent:
+        """Close call ``index``.  ``arguments`` overrides the buffered fragments when the wire
+        already delivered parsed arguments (non-streaming responses)."""
+        call: ToolCall = self.message.content[index]  # type: ignore[assignment]
+        raw = "".join(self._args.pop(index, ()))
+        if arguments is not None:
+            call.arguments = dict(arguments)
+        else:
+            parsed, ok = parse_arguments(raw)
+            if ok:
+                call.arguments = parsed
+            else:
+                call.raw_arguments = raw
+        self._open.pop(index, None)
+        return self._ev("toolcall_end", index, tool_call=call)
+
+    # -- terminal ---------------------------------------------------------------------------
+    def close_open_blocks(self) -> list[AssistantMessageEvent]:
+        """End every block still open (wire formats that do not close blocks explicitly)."""
+        out: list[AssistantMessageEvent] = []
+        for i, kind in list(self._open.items()):
+            if kind == "text":
+                out.append(self.text_end(i))
+            elif kind == "thinking":
+                out.append(self.thinking_end(i))
+            else:
+                out.append(self.toolcall_end(i))
+        return out
+
+    def done(
+        self, reason: TerminalReason | None = None, usage: Usage | None = None
+    ) -> AssistantMessageEvent:
+        """Terminal success event.  With no ``reason``: ``toolUse`` if the message holds tool
+        calls, else ``stop``."""
+        msg = self.message
+        if usage is not None:
+            msg.usage = usage
+        if reason is None:
+            reason = "toolUse" if any(b.type == "toolCall" for b in msg.content) else "stop"
+        msg.stop_reason = reason
+        return AssistantMessageEvent(type="done", reason=reason, message=msg, partial=msg)
+
+    def error(
+        self,
+        error_message: str,
+        *,
+        reason: Literal["error", "aborted"] = "error",
+        status: int | None = None,
+        retryable: bool | None = None,
+        retry_after_s: float | None = None,
+    ) -> AssistantMessageEvent:
+        msg = self.message
+        msg.stop_reason = reason
+        msg.error_message = error_message
+        msg.error_status = status
+        msg.error_retryable = retryable
+        msg.error_retry_after_s = retry_after_s
+        return AssistantMessageEvent(type="error", reason=reason, message=msg, partial=msg)
+
+    def aborted(self, error_message: str = "Request was aborted") -> AssistantMessageEvent:
+        return self.error(error_message, reason="aborted")
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any], bool]:
+    """Parse tool-call argument JSON.  Empty text means "no arguments" (Anthropic sends none for
+    an argument-less call).  Returns ``(arguments, ok)``; a non-object is not ok."""
+    if not raw.strip():
+        return {}, True
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}, False
+    if isinstance(value, dict):
+        return value, True
+    return {}, False
+
+
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """Whether a failed request is worth retrying: rate limits, overload and server errors."""
+    return status is not None and (status in RETRYABLE_STATUSES or status >= 500)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+    import datetime as _dt
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    delta = (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds()
+    return max(0.0, delta)
+
+
+def error_text(exc: BaseException) -> str:
+    """``str(exc)``, or the class name when that is empty (a bare ``RuntimeError()``)."""
+    return str(exc) or type(exc).__name__
+
+
+ProviderFactory: TypeAlias = Callable[[], Provider]
+
+__all__ = [
+    "Context",
+    "MessageBuilder",
+    "Provider",
+    "StreamOptions",
+    "ToolChoice",
+    "error_text",
+    "is_retryable_status",
+    "parse_arguments",
+    "parse_retry_after",
+]

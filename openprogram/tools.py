@@ -1,0 +1,272 @@
+"""Tool adapters: the three tool forms, argument validation, and result shaping (SPEC §5, §6).
+
+Every tool handed to the loop is normalised once per run into an ``AgentTool``: its spec, a
+validator compiled once (JSON Schema validators are cached by schema), and a flag set saying which
+optional keywords its ``execute`` accepts.  Nothing here is redone per call.
+
+Tool forms accepted by ``as_agent_tool``:
+
+1. an object with ``to_agent_tool()`` (what ``@function``/``@agentic_function`` produce);
+2. a dict ``{"spec": {"name", "description", "parameters"}, "execute": callable}``;
+3. any object with ``.spec`` and ``.execute``.
+
+``execute(arguments, **extras)`` receives the validated arguments as a dict and, only if its
+signature names them (or takes ``**kwargs``), ``tool_call_id``, ``cancel`` and ``on_update``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .types import ImageContent, TextContent, ToolResultMessage, ToolSpec, UserContent
+
+ValidationProblem = tuple[str, str]
+"""``(path, message)``; ``path`` is dotted (``items.0.name``) or ``"root"``."""
+
+Validator = Callable[[dict[str, Any]], tuple[dict[str, Any], list[ValidationProblem]]]
+"""Returns the arguments to pass to ``execute`` (possibly coerced) and the problems found."""
+
+SKIPPED_TEXT = "Skipped due to queued user message."
+CANCELLED_TEXT = "Cancelled"
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """An explicit tool result: several content blocks, structured ``details``, ``is_error``."""
+
+    content: str | Sequence[UserContent] = ""
+    details: Any = None
+    is_error: bool = False
+
+
+class ToolError(Exception):
+    """Raise from a tool to report a failure to the model (same as any ``Exception``)."""
+
+
+@dataclass(slots=True)
+class AgentTool:
+    """A tool ready for the loop.  Build with ``as_agent_tool``."""
+
+    spec: ToolSpec
+    execute: Callable[..., Any]
+    validate: Validator
+    is_async: bool = False
+    accepts: frozenset[str] = frozenset()
+    source: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+_EXTRAS = ("tool_call_id", "cancel", "on_update")
+
+
+def accepted_extras(fn: Callable[..., Any]) -> frozenset[str]:
+    """Which of ``tool_call_id``/``cancel``/``on_update`` ``fn`` wants passed."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return frozenset(_EXTRAS)
+    return frozenset(n for n in _EXTRAS if n in params)
+
+
+def is_async_callable(fn: Any) -> bool:
+    while isinstance(fn, __import__("functools").partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)
+    )
+
+
+# -- JSON Schema validation -------------------------------------------------------------------
+
+_SCHEMA_CACHE: dict[str, Validator] = {}
+
+
+def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
+    """A validator for ``schema`` (Draft 2020-12, format checking on), compiled once per schema."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    cached = _SCHEMA_CACHE.get(key)
+    if cached is not None:
+        return cached
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"invalid JSON Schema for tool parameters: {exc.message}") from None
+    compiled = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+    def validate(args: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationProblem]]:
+        errors = sorted(compiled.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+        if not errors:
+            return args, []
+        return args, [(format_path(e.absolute_path), e.message) for e in errors]
+
+    _SCHEMA_CACHE[key] = validate
+    return validate
+
+
+def format_path(path: Sequence[Any]) -> str:
+    return ".".join(str(p) for p in path) if path else "root"
+
+
+def validation_failed_text(name: str, problems: Sequence[ValidationProblem], raw: Any) -> str:
+    """The exact SPEC §5 text for arguments that fail validation."""
+    lines = [f'Validation failed for tool "{name}":']
+    lines.extend(f"  - {path}: {message}" for path, message in problems)
+    lines.append("")
+    lines.append("Received arguments:")
+    lines.append(raw if isinstance(raw, str) else json.dumps(raw, indent=2, default=str))
+    return "\n".join(lines)
+
+
+# -- normalisation ----------------------------------------------------------------------------
+
+
+def _spec_from(obj: Any, where: str) -> ToolSpec:
+    if isinstance(obj, ToolSpec):
+        return obj
+    if isinstance(obj, Mapping):
+        if "name" not in obj:
+            raise TypeError(f"tool spec of {where} has no 'name'")
+        return ToolSpec(
+            name=obj["name"],
+            description=obj.get("description") or "",
+            parameters=dict(obj.get("parameters") or {"type": "object", "properties": {}}),
+        )
+    raise TypeError(f"tool spec of {where} must be a mapping or ToolSpec, got {type(obj).__name__}")
+
+
+def as_agent_tool(tool: Any) -> AgentTool:
+    """Normalise one tool entry; anything unusable is a ``TypeError`` naming the entry."""
+    if isinstance(tool, AgentTool):
+        return tool
+    convert = getattr(tool, "to_agent_tool", None)
+    if callable(convert):
+        result = convert()
+        if not isinstance(result, AgentTool):
+            raise TypeError(f"{tool!r}.to_agent_tool() did not return an AgentTool")
+        return result
+    if isinstance(tool, Mapping):
+        if "spec" not in tool or "execute" not in tool:
+            raise TypeError(
+                f"tool dict {_short(tool)} needs both 'spec' and 'execute' keys"
+            )
+        spec, execute, where = tool["spec"], tool["execute"], f"tool dict {_short(tool)}"
+    elif hasattr(tool, "spec") and hasattr(tool, "execute"):
+        spec, execute, where = tool.spec, tool.execute, f"tool object {tool!r}"
+    else:
+        raise TypeError(
+            f"invalid tool entry {_short(tool)}: expected an @function/@agentic_function, "
+            "a dict with 'spec' and 'execute', or an object with .spec and .execute"
+        )
+    if not callable(execute):
+        raise TypeError(f"'execute' of {where} is not callable")
+    tool_spec = _spec_from(spec, where)
+    return AgentTool(
+        spec=tool_spec,
+        execute=execute,
+        validate=json_schema_validator(tool_spec.parameters),
+        is_async=is_async_callable(execute),
+        accepts=accepted_extras(execute),
+        source=tool,
+    )
+
+
+def normalize_tools(tools: Sequence[Any] | None) -> list[AgentTool]:
+    """Normalise a tool list; duplicate names are a ``ValueError`` (the model could not tell
+    them apart)."""
+    if not tools:
+        return []
+    out = [as_agent_tool(t) for t in tools]
+    seen: set[str] = set()
+    for t in out:
+        if t.name in seen:
+            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+        seen.add(t.name)
+    return out
+
+
+def _short(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+def make_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
+    """Shape a tool's return value: ``str`` → one text block; ``None`` → empty text; a
+    ``ToolResult`` → its blocks/details/is_error; content blocks as they are; anything else →
+    JSON text."""
+    if isinstance(value, str):
+        return ToolResultMessage(
+            tool_call_id=call_id, tool_name=name, content=[TextContent(text=value)]
+        )
+    if value is None:
+        return ToolResultMessage(tool_call_id=call_id, tool_name=name, content=[TextContent(text="")])
+    if isinstance(value, ToolResult):
+        blocks = (
+            [TextContent(text=value.content)]
+            if isinstance(value.content, str)
+            else list(value.content)
+        )
+        return ToolResultMessage(
+            tool_call_id=call_id,
+            tool_name=name,
+            content=blocks,
+            details=value.details,
+            is_error=value.is_error,
+        )
+    if isinstance(value, TextContent | ImageContent):
+        return ToolResultMessage(tool_call_id=call_id, tool_name=name, content=[value])
+    return ToolResultMessage(
+        tool_call_id=call_id, tool_name=name, content=[TextContent(text=to_json_text(value))]
+    )
+
+
+def to_json_text(value: Any) -> str:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json")
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def error_result(call_id: str, name: str, text: str, *, skipped: bool = False) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call_id,
+        tool_name=name,
+        content=[TextContent(text=text)],
+        is_error=True,
+        skipped=skipped,
+    )
+
+
+__all__ = [
+    "CANCELLED_TEXT",
+    "SKIPPED_TEXT",
+    "AgentTool",
+    "ToolError",
+    "ToolResult",
+    "Validator",
+    "accepted_extras",
+    "as_agent_tool",
+    "error_result",
+    "json_schema_validator",
+    "make_result",
+    "normalize_tools",
+    "validation_failed_text",
+]

@@ -1,0 +1,146 @@
+"""The data model: content blocks, the three messages, stop reasons and usage (SPEC §2).
+
+Every type is a pydantic v2 model and round-trips through JSON (``model_dump_json`` /
+``model_validate_json``).  Content blocks and messages are deliberately *not* frozen: a provider
+streams into one ``AssistantMessage`` in place (appending blocks, growing text), exactly as pi's
+faux provider does, so each delta costs O(1) and the loop never copies a message or the history.
+Treat a message as immutable once its ``message_end`` event has been emitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+"""Why an assistant message ended. ``error``/``aborted`` end the run; ``toolUse`` asks for tools."""
+
+Termination: TypeAlias = Literal["completed", "max_iterations", "error", "aborted"]
+"""Why a whole loop run ended; carried by ``agent_end``."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class TextContent(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingContent(_Model):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+class ImageContent(_Model):
+    type: Literal["image"] = "image"
+    data_b64: str
+    mime_type: str
+
+
+class ToolCall(_Model):
+    """A function the model picked.
+
+    ``raw_arguments`` is set only when the model's argument JSON did not parse; ``arguments`` is
+    then ``{}`` and the loop answers the call with an invalid-arguments result instead of running it.
+    """
+
+    type: Literal["toolCall"] = "toolCall"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+UserContent: TypeAlias = TextContent | ImageContent
+
+
+class Usage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class UserMessage(_Model):
+    role: Literal["user"] = "user"
+    content: str | list[UserContent]
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+class AssistantMessage(_Model):
+    role: Literal["assistant"] = "assistant"
+    content: list[AssistantContent] = Field(default_factory=list)
+    stop_reason: StopReason = "stop"
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+    api: str = ""
+    error_message: str | None = None
+    error_status: int | None = None
+    error_retryable: bool | None = None
+    error_retry_after_s: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined: what ``Runtime.exec`` returns for the final message."""
+        return "".join(b.text for b in self.content if b.type == "text")  # type: ignore[union-attr]
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [b for b in self.content if b.type == "toolCall"]  # type: ignore[misc]
+
+
+class ToolResultMessage(_Model):
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: list[UserContent] = Field(default_factory=list)
+    is_error: bool = False
+    details: Any = None
+    skipped: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+class ToolSpec(_Model):
+    """What the model is told about a tool: the wire-neutral definition every adapter maps."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "ImageContent",
+    "Message",
+    "StopReason",
+    "Termination",
+    "TextContent",
+    "ThinkingContent",
+    "ToolCall",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserContent",
+    "UserMessage",
+]

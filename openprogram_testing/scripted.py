@@ -1,0 +1,391 @@
+"""``ScriptedProvider``: a fake model that plays an ordered script of turns (SPEC §9.1).
+
+It goes through the same ``MessageBuilder`` as the real adapters, so the event sequence the loop
+sees is the one a real stream produces.  Every request is recorded (a snapshot of the history,
+the tools, ``tool_choice``…) for assertions.  It is strict: a model call beyond the script is an
+``UnexpectedModelCall`` (the call ends with an ``error`` turn naming it, and ``assert_complete()``
+raises it), and turns left over at the end are ``UnconsumedTurns``.
+
+    provider = ScriptedProvider([
+        turn(call("add", {"a": 1, "b": 2})),
+        turn("The answer is 3."),
+    ])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from openprogram.events import AssistantMessageEvent
+from openprogram.providers.base import Context, MessageBuilder, StreamOptions, ToolChoice
+from openprogram.types import Message, TextContent, ThinkingContent, ToolSpec, Usage
+
+
+class ScriptError(AssertionError):
+    """Base class of the scripted provider's strictness failures."""
+
+
+class UnexpectedModelCall(ScriptError):
+    """The loop asked the model more often than the script allows."""
+
+
+class UnconsumedTurns(ScriptError):
+    """The test ended with scripted turns that were never played."""
+
+
+@dataclass(slots=True)
+class ScriptedCall:
+    """A scripted tool call.  ``id=None`` gets a deterministic id (``call_0``, ``call_1``, …, counted
+    per provider).  ``raw`` sends argument text verbatim (e.g. invalid JSON) instead of
+    ``json.dumps(arguments)``."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    raw: str | None = None
+
+    @property
+    def argument_text(self) -> str:
+        return self.raw if self.raw is not None else json.dumps(self.arguments)
+
+
+@dataclass(slots=True)
+class ScriptedThinking:
+    text: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+Part: TypeAlias = str | TextContent | ThinkingContent | ScriptedThinking | ScriptedCall
+
+
+@dataclass(slots=True)
+class ScriptedTurn:
+    """One model response.
+
+    - ``parts``: text, thinking and tool calls, streamed in order.
+    - ``stop``: the terminal reason (default: ``toolUse`` with tool calls, else ``stop``).
+    - ``error``/``error_status``/``error_retryable``/``error_retry_after_s``: end with an ``error``
+      event after streaming ``parts`` (``aborted=True`` makes it an ``aborted`` stop).
+    - ``cut``: the stream ends after ``parts`` with no terminal event.
+    - ``raises``: the provider raises this exception after streaming ``parts``.
+    - ``chunk_size``: split text and argument JSON into deltas of this many characters.
+    - ``delay_s``: sleep before every event.
+    """
+
+    parts: list[Part] = field(default_factory=list)
+    stop: Literal["stop", "length", "toolUse"] | None = None
+    usage: Usage | None = None
+    error: str | None = None
+    error_status: int | None = None
+    error_retryable: bool | None = None
+    error_retry_after_s: float | None = None
+    aborted: bool = False
+    cut: bool = False
+    raises: BaseException | None = None
+    chunk_size: int | None = None
+    delay_s: float | None = None
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """What one model call received (a snapshot: later rounds do not change it)."""
+
+    index: int
+    model: str
+    system_prompt: str | None
+    messages: list[Message]
+    tools: list[ToolSpec]
+    tool_choice: ToolChoice | None
+    parallel_tool_calls: bool | None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def last_message(self) -> Message | None:
+        return self.messages[-1] if self.messages else None
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+
+Responder: TypeAlias = Callable[[ModelRequest], "ScriptedTurn | str | Awaitable[ScriptedTurn | str]"]
+TurnLike: TypeAlias = "ScriptedTurn | str | Responder"
+
+
+# -- builders ---------------------------------------------------------------------------------
+
+
+def call(
+    name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None, raw: str | None = None
+) -> ScriptedCall:
+    return ScriptedCall(name=name, arguments=dict(arguments or {}), id=id, raw=raw)
+
+
+def think(text: str, *, signature: str | None = None, redacted: bool = False) -> ScriptedThinking:
+    return ScriptedThinking(text=text, signature=signature, redacted=redacted)
+
+
+def turn(
+    *parts: Part,
+    stop: Literal["stop", "length", "toolUse"] | None = None,
+    usage: Usage | None = None,
+    chunk_size: int | None = None,
+    delay_s: float | None = None,
+    cut: bool = False,
+) -> ScriptedTurn:
+    return ScriptedTurn(
+        parts=list(parts), stop=stop, usage=usage, chunk_size=chunk_size, delay_s=delay_s, cut=cut
+    )
+
+
+def error_turn(
+    message: str = "provider error",
+    *parts: Part,
+    status: int | None = None,
+    retryable: bool | None = None,
+    retry_after_s: float | None = None,
+) -> ScriptedTurn:
+    return ScriptedTurn(
+        parts=list(parts),
+        error=message,
+        error_status=status,
+        error_retryable=retryable,
+        error_retry_after_s=retry_after_s,
+    )
+
+
+def aborted_turn(*parts: Part, message: str = "Request was aborted") -> ScriptedTurn:
+    return ScriptedTurn(parts=list(parts), error=message, aborted=True)
+
+
+def cut_turn(*parts: Part, chunk_size: int | None = None) -> ScriptedTurn:
+    return ScriptedTurn(parts=list(parts), cut=True, chunk_size=chunk_size)
+
+
+def raising_turn(exc: BaseException, *parts: Part) -> ScriptedTurn:
+    return ScriptedTurn(parts=list(parts), raises=exc)
+
+
+# -- the provider -----------------------------------------------------------------------------
+
+
+class ScriptedProvider:
+    """Plays ``turns`` in order, one per model call.  A turn may be a ``ScriptedTurn``, a plain
+    string (a text reply) or a responder ``fn(request) -> turn`` computed from the request."""
+
+    def __init__(
+        self,
+        turns: Iterable[TurnLike] = (),
+        *,
+        chunk_size: int | None = None,
+        delay_s: float = 0.0,
+        strict: bool = True,
+        name: str = "scripted",
+        api: str = "scripted",
+    ) -> None:
+        self.turns: list[TurnLike] = list(turns)
+        self.chunk_size = chunk_size
+        self.delay_s = delay_s
+        self.strict = strict
+        self.name = name
+        self.api = api
+        self.requests: list[ModelRequest] = []
+        self.violations: list[ScriptError] = []
+        self._played = 0
+        self._next_id = 0
+
+    # -- script management ----------------------------------------------------------------
+    def add(self, *turns: TurnLike) -> ScriptedProvider:
+        self.turns.extend(turns)
+        return self
+
+    @property
+    def played(self) -> int:
+        return self._played
+
+    @property
+    def remaining(self) -> int:
+        return len(self.turns) - self._played
+
+    def assert_complete(self) -> None:
+        """Raise the first strictness violation, or ``UnconsumedTurns`` if turns are left."""
+        if self.violations:
+            raise self.violations[0]
+        if self.remaining > 0:
+            left = ", ".join(_describe(t) for t in self.turns[self._played :])
+            raise UnconsumedTurns(
+                f"{self.remaining} scripted turn(s) were never played "
+                f"(played {self._played} of {len(self.turns)}): {left}"
+            )
+
+    # -- the provider contract --------------------------------------------------------------
+    def stream(
+        self, model: str, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._stream(model, context, options)
+
+    async def _stream(
+        self, model: str, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        request = ModelRequest(
+            index=len(self.requests),
+            model=model,
+            system_prompt=context.system_prompt,
+            messages=list(context.messages),
+            tools=list(context.tools),
+            tool_choice=options.tool_choice,
+            parallel_tool_calls=options.parallel_tool_calls,
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            extras=dict(options.extras),
+        )
+        self.requests.append(request)
+        builder = MessageBuilder(model=model, provider=self.name, api=self.api)
+
+        if self._played >= len(self.turns):
+            violation = UnexpectedModelCall(
+                f"unexpected model call #{request.index} (0-based): the script has "
+                f"{len(self.turns)} turn(s), all played; last message: {_summary(request.last_message)}"
+            )
+            self.violations.append(violation)
+            yield builder.start()
+            yield builder.error(str(violation))
+            return
+        spec = self.turns[self._played]
+        self._played += 1
+        scripted = await _resolve(spec, request)
+
+        cancel = options.cancel
+        chunk = scripted.chunk_size if scripted.chunk_size is not None else self.chunk_size
+        delay = scripted.delay_s if scripted.delay_s is not None else self.delay_s
+
+        for event in self._events(builder, scripted, chunk):
+            if delay:
+                await asyncio.sleep(delay)
+            if cancel is not None and cancel.is_set():
+                yield builder.aborted()
+                return
+            yield event
+
+        if scripted.raises is not None:
+            raise scripted.raises
+        if scripted.cut:
+            return
+        if delay:
+            await asyncio.sleep(delay)
+        if scripted.error is not None:
+            yield builder.error(
+                scripted.error,
+                reason="aborted" if scripted.aborted else "error",
+                status=scripted.error_status,
+                retryable=scripted.error_retryable,
+                retry_after_s=scripted.error_retry_after_s,
+            )
+            return
+        yield builder.done(scripted.stop, scripted.usage or Usage())
+
+    def _events(
+        self, builder: MessageBuilder, scripted: ScriptedTurn, chunk: int | None
+    ) -> Iterable[AssistantMessageEvent]:
+        yield builder.start()
+        for part in scripted.parts:
+            if isinstance(part, str | TextContent):
+                text = part if isinstance(part, str) else part.text
+                index, event = builder.text_start()
+                yield event
+                for piece in _chunks(text, chunk):
+                    yield builder.text_delta(index, piece)
+                yield builder.text_end(index)
+            elif isinstance(part, ScriptedThinking | ThinkingContent):
+                text = part.text if isinstance(part, ScriptedThinking) else part.thinking
+                index, event = builder.thinking_start(redacted=part.redacted)
+                yield event
+                for piece in _chunks(text, chunk):
+                    yield builder.thinking_delta(index, piece)
+                yield builder.thinking_end(index, part.signature)
+            elif isinstance(part, ScriptedCall):
+                call_id = part.id if part.id is not None else self._new_id()
+                index, event = builder.toolcall_start(call_id, part.name)
+                yield event
+                for piece in _chunks(part.argument_text, chunk):
+                    yield builder.toolcall_delta(index, piece)
+                yield builder.toolcall_end(index)
+            else:
+                raise TypeError(f"unsupported scripted part {part!r}")
+
+    def _new_id(self) -> str:
+        value = f"call_{self._next_id}"
+        self._next_id += 1
+        return value
+
+
+async def _resolve(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
+    value: Any = spec
+    if callable(spec) and not isinstance(spec, ScriptedTurn):
+        value = spec(request)
+        if inspect.isawaitable(value):
+            value = await value
+    if isinstance(value, str):
+        return ScriptedTurn(parts=[value])
+    if isinstance(value, ScriptedTurn):
+        return value
+    raise TypeError(f"a responder must return a ScriptedTurn or str, got {type(value).__name__}")
+
+
+def _chunks(text: str, size: int | None) -> Sequence[str]:
+    if not text:
+        return ()
+    if not size or size <= 0 or size >= len(text):
+        return (text,)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _summary(message: Message | None) -> str:
+    if message is None:
+        return "(none)"
+    text = getattr(message, "text", "")
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{message.role} {text!r}"
+
+
+def _describe(spec: TurnLike) -> str:
+    if isinstance(spec, str):
+        return f"text {spec[:30]!r}"
+    if isinstance(spec, ScriptedTurn):
+        kinds = [
+            f"call {p.name}" if isinstance(p, ScriptedCall) else "text" if isinstance(p, str | TextContent) else "thinking"
+            for p in spec.parts
+        ]
+        if spec.error is not None:
+            kinds.append("error")
+        return "[" + ", ".join(kinds) + "]"
+    return f"responder {getattr(spec, '__name__', spec)!r}"
+
+
+__all__ = [
+    "ModelRequest",
+    "Responder",
+    "ScriptError",
+    "ScriptedCall",
+    "ScriptedProvider",
+    "ScriptedThinking",
+    "ScriptedTurn",
+    "UnconsumedTurns",
+    "UnexpectedModelCall",
+    "aborted_turn",
+    "call",
+    "cut_turn",
+    "error_turn",
+    "raising_turn",
+    "think",
+    "turn",
+]
