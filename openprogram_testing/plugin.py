@@ -1,0 +1,23 @@
+"""The pytest plugin (registered through the ``pytest11`` entry point).
+
+Fixtures, markers and options of the harness.  Options are namespaced (``--openprogram-…``) so
+the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothing heavy is
+imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .scripted import ScriptedProvider
+
+
+@pytest.fixture
+def scripted_provider() -> Iterator[ScriptedProvider]:
+    """An empty strict ``ScriptedProvider``; add turns with ``.add(...)``.  At teardown an
+    unexpected model call or an unplayed turn fails the test."""
+    provider = ScriptedProvider()
+    yield provider
+    provider.assert_complete()
