@@ -1,0 +1,77 @@
+"""Helpers for the core loop tests: run a loop, and render its events as compact tokens so an
+exact event order can be asserted in one readable list."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from openprogram import AgentContext, AgentEvent, AgentStream, LoopConfig, agent_loop
+
+
+def add_tool(calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A JSON-Schema ``add(a, b)`` tool in dict form that records its calls."""
+
+    def execute(args: dict[str, Any]) -> int:
+        if calls is not None:
+            calls.append(args)
+        return args["a"] + args["b"]
+
+    return {
+        "spec": {
+            "name": "add",
+            "description": "Add two integers.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+                "additionalProperties": False,
+            },
+        },
+        "execute": execute,
+    }
+
+
+def token(event: AgentEvent) -> str:
+    t = event.type
+    if t in ("message_start", "message_end"):
+        short = "ms" if t == "message_start" else "me"
+        return f"{short}({event.message.role})"  # type: ignore[union-attr]
+    if t == "message_update":
+        return "upd"
+    if t == "tool_execution_start":
+        return f"tes({event.tool_call_id})"  # type: ignore[union-attr]
+    if t == "tool_execution_update":
+        return f"teu({event.tool_call_id})"  # type: ignore[union-attr]
+    if t == "tool_execution_end":
+        err = ",err" if event.is_error else ""  # type: ignore[union-attr]
+        return f"tee({event.tool_call_id}{err})"  # type: ignore[union-attr]
+    if t == "turn_end":
+        return f"turn_end({len(event.tool_results)})"  # type: ignore[union-attr]
+    if t == "agent_end":
+        return f"agent_end({event.termination})"  # type: ignore[union-attr]
+    return t
+
+
+def tokens(events: list[AgentEvent]) -> list[str]:
+    """Compact tokens with runs of ``upd`` collapsed into one ``upd…``."""
+    out: list[str] = []
+    for e in events:
+        tok = token(e)
+        if tok == "upd" and out and out[-1] == "upd…":
+            continue
+        out.append("upd…" if tok == "upd" else tok)
+    return out
+
+
+async def collect(stream: AgentStream) -> list[AgentEvent]:
+    return [e async for e in stream]
+
+
+def run(
+    provider: Any, prompts: Any = "hi", tools: Any = (), *, messages: Any = None, **config: Any
+) -> tuple[list[AgentEvent], AgentStream]:
+    context = AgentContext(messages=list(messages or []), tools=list(tools))
+    stream = agent_loop(prompts, context, LoopConfig(provider=provider, **config))
+    events = asyncio.run(collect(stream))
+    return events, stream
