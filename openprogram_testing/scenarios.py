@@ -14,10 +14,15 @@ fields are only ever added, never renamed.
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -310,6 +315,8 @@ class Scenario(_Strict):
     expect: Expectations = Field(default_factory=Expectations)
     check_invariants: bool = True
 
+    _path: Path | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
         if (self.prompt is None) == (self.prompts is None):
@@ -333,6 +340,473 @@ class Scenario(_Strict):
         """The script with plain strings expanded to text turns."""
         return [TurnDef(text=t) if isinstance(t, str) else t for t in self.script or []]
 
+    @property
+    def path(self) -> Path | None:
+        """The file the scenario was loaded from (``None`` when built in code)."""
+        return self._path
+
+    @property
+    def display_name(self) -> str:
+        """``name``, else the file name without ``scenario_`` / ``.scenario.yaml`` decoration."""
+        if self.name:
+            return self.name
+        if self._path is None:
+            return "scenario"
+        return scenario_stem(self._path)
+
+    def semantic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Problems the field types cannot express, as ``(field path, message)``: calls to
+        undeclared tools, a forced ``tool_choice`` naming no declared tool, invalid parameter
+        schemas, a missing cassette file."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        declared = [t.name for t in self.tools]
+        for i, entry in enumerate(self.script or []):
+            if isinstance(entry, str):
+                continue
+            for j, c in enumerate(entry.calls):
+                where: tuple[str | int, ...] = ("script", i, "calls", j, "name")
+                if c.name not in declared and not c.unknown_tool:
+                    problems.append((where, (
+                        f"the script calls tool {c.name!r}, which is not declared in 'tools' "
+                        f"(declared: {', '.join(declared) or 'none'}); mark the call "
+                        "'unknown_tool: true' to test the \"not found\" path"
+                    )))
+                elif c.name in declared and c.unknown_tool:
+                    problems.append((where, (
+                        f"the call is marked 'unknown_tool: true' but tool {c.name!r} is declared"
+                    )))
+        choice = self.options.tool_choice
+        if isinstance(choice, FunctionChoice) and choice.name not in declared:
+            problems.append((("options", "tool_choice", "name"), (
+                f"tool_choice names tool {choice.name!r}, which is not declared in 'tools'"
+            )))
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        for i, tool in enumerate(self.tools):
+            try:
+                Draft202012Validator.check_schema(tool.parameters)
+            except SchemaError as exc:
+                problems.append(
+                    (("tools", i, "parameters"), f"not a valid JSON Schema: {exc.message}")
+                )
+        if self.cassette is not None:
+            cassette = self.cassette_path
+            if cassette is not None and not cassette.is_file():
+                problems.append((("cassette", "path"), f"cassette file not found: {cassette}"))
+        return problems
+
+    @property
+    def cassette_path(self) -> Path | None:
+        """The cassette file, resolved relative to the scenario file."""
+        if self.cassette is None:
+            return None
+        path = Path(self.cassette.path)
+        if not path.is_absolute() and self._path is not None:
+            path = self._path.parent / path
+        return path
+
+
+def scenario_stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".scenario.yaml", ".scenario.yml", ".yaml", ".yml"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.removeprefix("scenario_")
+
+
+# -- loading with positions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem of a scenario file, with its 1-based position."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{self.file}:{self.line}:{self.column}: {where}{self.message}"
+
+
+class ScenarioError(Exception):
+    """A scenario file is unusable.  ``str()`` lists every problem as
+    ``file:line:column: field.path: message``."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate one scenario file; raise ``ScenarioError`` with positions."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError([Problem(str(path), 1, 1, "", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = Problem(str(path), 1, 1, "", f"cannot read the file: {exc}")
+        raise ScenarioError([problem]) from None
+    return parse_scenario(text, path)
+
+
+def parse_scenario(text: str, path: str | Path = "<scenario>") -> Scenario:
+    """Validate scenario YAML ``text``; ``path`` names it in messages and anchors relative
+    cassette paths."""
+    import yaml
+
+    path = Path(path)
+    file = str(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        raise ScenarioError([_yaml_problem(file, exc)]) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError([Problem(file, 1, 1, "", f"YAML error: {exc}")]) from None
+    if root is None:
+        raise ScenarioError([Problem(file, 1, 1, "", "the file is empty: expected a mapping "
+                                     "with 'prompt', 'script' or 'cassette', 'expect', …")])
+    if not isinstance(root, yaml.MappingNode):
+        line, col = _pos(root)
+        raise ScenarioError([Problem(file, line, col, "", (
+            f"expected a mapping of scenario fields at the top level, got {_node_kind(root)}"
+        ))])
+    duplicates = _duplicate_keys(root, ())
+    if duplicates:
+        raise ScenarioError([
+            Problem(file, *_pos(node), _dotted(loc), f"duplicate key {loc[-1]!r}")
+            for loc, node in duplicates
+        ])
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:  # e.g. an unknown tag, found only while constructing
+        raise ScenarioError([_yaml_problem(file, exc)]) from None
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_validation_problems(file, root, exc)) from None
+    scenario._path = path.resolve() if path.name != "<scenario>" else None
+    semantic = scenario.semantic_problems()
+    if semantic:
+        problems = []
+        for loc, message in semantic:
+            node, _ = _node_at(root, loc)
+            problems.append(Problem(file, *_pos(node), _dotted(loc), message))
+        raise ScenarioError(problems)
+    return scenario
+
+
+def _yaml_problem(file: str, exc: Any) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = exc.problem or "invalid YAML"
+    context = f" ({exc.context})" if exc.context else ""
+    hint = ""
+    if "mapping values are not allowed" in problem or "expected <block end>" in problem:
+        hint = " — check the indentation of this line and the one before"
+    return Problem(file, line, col, "", f"YAML syntax error: {problem}{context}{hint}")
+
+
+def _pos(node: Any) -> tuple[int, int]:
+    mark = node.start_mark
+    return mark.line + 1, mark.column + 1
+
+
+def _node_kind(node: Any) -> str:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return f"the scalar {node.value!r}"
+
+
+def _duplicate_keys(node: Any, loc: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Any]]:
+    import yaml
+
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            k = key.value if isinstance(key, yaml.ScalarNode) else None
+            if k is not None and k in seen:
+                found.append(((*loc, k), key))
+            if k is not None:
+                seen.add(k)
+            found.extend(_duplicate_keys(value, (*loc, k)))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found.extend(_duplicate_keys(item, (*loc, i)))
+    return found
+
+
+def _node_at(root: Any, loc: tuple[Any, ...]) -> tuple[Any, list[Any]]:
+    """The deepest node ``loc`` reaches, and the part of ``loc`` that named real nodes (union
+    tags such as ``'TurnDef'`` and keys of missing fields are skipped)."""
+    import yaml
+
+    node = root
+    resolved: list[Any] = []
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value == part:
+                    node = value
+                    resolved.append(part)
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if 0 <= part < len(node.value):
+                node = node.value[part]
+                resolved.append(part)
+    return node, resolved
+
+
+def _key_node(root: Any, loc: tuple[Any, ...]) -> Any:
+    """The key node of the last element of ``loc`` (for unknown keys: point at the key)."""
+    import yaml
+
+    parent, _ = _node_at(root, loc[:-1])
+    if isinstance(parent, yaml.MappingNode):
+        for key, _value in parent.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == loc[-1]:
+                return key
+    return parent
+
+
+def _dotted(loc: tuple[Any, ...] | list[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+_FRIENDLY = {
+    "string_type": "expected a string",
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer, got a number with a fraction",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+}
+
+
+def _validation_problems(file: str, root: Any, exc: ValidationError) -> list[Problem]:
+    import yaml
+
+    entries: list[tuple[tuple[Any, ...], list[Any], Any, Any, str]] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        node, resolved = _node_at(root, loc)
+        # Did the error come from a union branch?  Then the first unresolved string is its tag.
+        tag_index = _union_tag_index(root, loc)
+        branch = loc[tag_index] if tag_index is not None else None
+        message = _message(err, loc, node)
+        if err["type"] == "extra_forbidden":
+            node = _key_node(root, loc)
+            resolved = list(loc)
+        entries.append((loc, resolved, branch, node, message))
+
+    # Union noise: for a mapping, keep the errors of the model branch; for a scalar, merge the
+    # branches' complaints into one "expected one of" line.
+    by_point: dict[tuple[Any, ...], list[int]] = {}
+    for i, (loc, _resolved, branch, _node, _msg) in enumerate(entries):
+        if branch is not None:
+            point = loc[: loc.index(branch)]
+            by_point.setdefault(point, []).append(i)
+    drop: set[int] = set()
+    merged: dict[int, str] = {}
+    for point, indices in by_point.items():
+        node, _ = _node_at(root, point)
+        is_mapping = isinstance(node, yaml.MappingNode)
+        model_like = [i for i in indices if _is_model_tag(entries[i][2])]
+        scalar_like = [i for i in indices if not _is_model_tag(entries[i][2])]
+        if is_mapping and model_like:
+            drop.update(scalar_like)
+            # Several model branches: keep the one whose errors go deepest (the intended one).
+            branches = {entries[i][2] for i in model_like}
+            if len(branches) > 1:
+                best = max(branches, key=lambda b: max(
+                    len(entries[i][0]) for i in model_like if entries[i][2] == b))
+                drop.update(i for i in model_like if entries[i][2] != best)
+        elif not is_mapping and scalar_like:
+            at_point = [i for i in indices if len(entries[i][0]) == len(point) + 1]
+            if len(at_point) > 1:
+                names = [_expected_name(entries[i][2]) for i in at_point]
+                merged[at_point[0]] = "expected " + " or ".join(dict.fromkeys(names))
+                drop.update(at_point[1:])
+    problems: list[Problem] = []
+    seen: set[tuple[int, int, str, str]] = set()
+    for i, (loc, _resolved, branch, node, message) in enumerate(entries):
+        if i in drop:
+            continue
+        message = merged.get(i, message)
+        clean = tuple(p for p in loc if p != branch)
+        line, col = _pos(node)
+        key = (line, col, _dotted(clean), message)
+        if key in seen:
+            continue
+        seen.add(key)
+        problems.append(Problem(file, line, col, _dotted(clean), message))
+    problems.sort(key=lambda p: (p.line, p.column))
+    return problems
+
+
+def _union_tag_index(root: Any, loc: tuple[Any, ...]) -> int | None:
+    """Index in ``loc`` of a pydantic union-branch tag (a string that names no field)."""
+    current: Any = Scenario
+    for i, part in enumerate(loc):
+        current = _unwrap_optional(current)
+        if isinstance(part, int):
+            args = typing.get_args(current)
+            current = args[0] if args else Any
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            if field is None:
+                return None  # an unknown key: extra_forbidden, not a tag
+            current = field.annotation
+            continue
+        members = _union_members(current)
+        if members:
+            for m in members:
+                if _tag_names(m, part):
+                    current = m
+                    break
+            return i
+        return None
+    return None
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    members = _union_members(tp)
+    if members:
+        rest = [m for m in members if m is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return tp
+
+
+def _union_members(tp: Any) -> tuple[Any, ...]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.get_args(tp)
+    return ()
+
+
+def _tag_names(member: Any, tag: str) -> bool:
+    name = getattr(member, "__name__", str(member))
+    return name in tag
+
+
+def _is_model_tag(tag: Any) -> bool:
+    if not isinstance(tag, str):
+        return False
+    return any(n in tag for n in _MODEL_NAMES)
+
+
+def _expected_name(tag: Any) -> str:
+    if not isinstance(tag, str):
+        return "a value"
+    if tag == "str":
+        return "a string"
+    if tag.startswith("literal["):
+        return "one of " + tag[len("literal[") : -1].replace("'", "").replace(",", ", ")
+    for name, what in _MODEL_NAMES.items():
+        if name in tag:
+            return what
+    return tag
+
+
+def _message(err: dict[str, Any], loc: tuple[Any, ...], node: Any) -> str:
+    import yaml
+
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        key = loc[-1]
+        hint = ""
+        if allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint += f"; allowed keys: {', '.join(allowed)}"
+        return f"unknown key {key!r}{hint}"
+    if kind == "missing":
+        return f"missing required field {loc[-1]!r}"
+    if kind == "value_error":
+        msg = str(err.get("msg", ""))
+        return msg.removeprefix("Value error, ")
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        got = node.value if isinstance(node, yaml.ScalarNode) else _node_kind(node)
+        return f"expected {expected}, got {got!r}"
+    base = _FRIENDLY.get(kind)
+    if base is not None:
+        return f"{base}, got {_describe_node(node)}"
+    return str(err.get("msg", kind))
+
+
+def _describe_node(node: Any) -> str:
+    import yaml
+
+    if isinstance(node, yaml.ScalarNode):
+        return repr(node.value)
+    return _node_kind(node)
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model that sits at ``loc`` (union tags pick the branch)."""
+    current: Any = Scenario
+    for part in loc:
+        current = _unwrap_optional(current)
+        if isinstance(part, int):
+            args = typing.get_args(current)
+            current = args[0] if args else Any
+            continue
+        members = _union_members(current)
+        if members:
+            picked = [m for m in members if _tag_names(m, part)]
+            if picked:
+                current = picked[0]
+                continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            if field is None:
+                return []
+            current = field.annotation
+            continue
+        return []
+    current = _unwrap_optional(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    members = [
+        m for m in _union_members(current) if isinstance(m, type) and issubclass(m, BaseModel)
+    ]
+    return list(members[0].model_fields) if len(members) == 1 else []
+
+
+_MODEL_NAMES = {
+    "TurnDef": "a turn mapping",
+    "RaiseSpec": "a mapping with 'message' and 'type'",
+    "FunctionChoice": "a mapping {type: function, name: ...}",
+    "CallPosition": "a mapping {round, index}",
+}
+
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -344,10 +818,15 @@ __all__ = [
     "LoopOptions",
     "Mutation",
     "Outcome",
+    "Problem",
     "RaiseSpec",
     "Scenario",
+    "ScenarioError",
     "SteeringDef",
     "ToolDef",
     "ToolResultExpect",
     "TurnDef",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_stem",
 ]
