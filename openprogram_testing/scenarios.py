@@ -14,11 +14,14 @@ fields are only ever added, never renamed.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import json
 import re
+import time
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +42,22 @@ class RaiseSpec(_Strict):
 
     message: str = ""
     type: str = "RuntimeError"
+
+    @model_validator(mode="after")
+    def _known_exception(self) -> RaiseSpec:
+        _exception_type(self.type)
+        return self
+
+
+def _exception_type(name: str) -> type[Exception]:
+    import builtins
+
+    found = getattr(builtins, name, None)
+    if not (isinstance(found, type) and issubclass(found, Exception)):
+        raise ValueError(
+            f"{name!r} is not a built-in Exception class (e.g. ValueError, RuntimeError, KeyError)"
+        )
+    return found
 
 
 class Outcome(_Strict):
@@ -800,6 +819,492 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     return list(members[0].model_fields) if len(members) == 1 else []
 
 
+# -- running ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """The outcome of one scenario: ``passed``, the failed expectations (``failures``), the trace
+    and its rendered timeline.  ``failure_text`` is what test reports show."""
+
+    name: str
+    path: str | None
+    passed: bool
+    failures: list[str] = field(default_factory=list)
+    trace: Any = None
+    timeline: str = ""
+    duration_s: float = 0.0
+    snapshot_written: bool = False
+
+    @property
+    def failure_text(self) -> str:
+        if self.passed:
+            return ""
+        lines = [f"scenario {self.name!r} failed" + (f" ({self.path})" if self.path else "")]
+        lines.extend(f"  - {f}" for f in self.failures)
+        if self.timeline:
+            lines += ["", "timeline:", self.timeline]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads)."""
+        from openprogram.events import AgentEnd
+
+        events = []
+        if self.trace is not None:
+            events = [e.model_dump(mode="json") for e in self.trace.events]
+        end = next(
+            (e for e in reversed(self.trace.events) if isinstance(e, AgentEnd)), None
+        ) if self.trace is not None else None
+        return {
+            "kind": "openprogram-scenario-result",
+            "name": self.name,
+            "path": self.path,
+            "passed": self.passed,
+            "failures": list(self.failures),
+            "duration_s": round(self.duration_s, 4),
+            "timeline": self.timeline,
+            "trace": {
+                "events": events,
+                "cap": getattr(self.trace, "cap", None),
+                "steering_mode": getattr(self.trace, "steering_mode", "skip"),
+                "termination": end.termination if end is not None else None,
+            },
+        }
+
+
+def run_scenario(
+    scenario: Scenario | str | Path, *, update_snapshots: bool = False
+) -> ScenarioResult:
+    """Run a scenario (or load and run a file) through the real loop and check it.  Never
+    raises for a failing expectation; a broken scenario file raises ``ScenarioError``."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    coro = arun_scenario(scenario, update_snapshots=update_snapshots)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # Called from inside a running event loop: run on a helper thread with its own loop.
+    import concurrent.futures
+    import contextvars
+
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(ctx.run, asyncio.run, coro).result()
+
+
+async def arun_scenario(scenario: Scenario, *, update_snapshots: bool = False) -> ScenarioResult:
+    """The async twin of ``run_scenario``."""
+    started = time.perf_counter()
+    name = scenario.display_name
+    path = str(scenario.path) if scenario.path is not None else None
+    try:
+        trace, provider = await _execute(scenario)
+    except Exception as exc:
+        return ScenarioResult(
+            name, path, False, [f"the run raised {type(exc).__name__}: {exc}"],
+            duration_s=time.perf_counter() - started,
+        )
+    from .trace import render_timeline
+
+    failures: list[str] = []
+    if provider is not None:
+        try:
+            provider.assert_complete()
+        except AssertionError as exc:
+            failures.append(f"model script: {exc}")
+    failures.extend(check_expectations(scenario, trace))
+    if scenario.check_invariants:
+        from .assertions import check_invariants
+
+        try:
+            check_invariants(trace)
+        except AssertionError as exc:
+            failures.append(f"invariant violated: {exc}")
+    written = False
+    if scenario.expect.snapshot:
+        problem, written = _check_snapshot(scenario, trace, update_snapshots)
+        if problem:
+            failures.append(problem)
+    return ScenarioResult(
+        name=name,
+        path=path,
+        passed=not failures,
+        failures=failures,
+        trace=trace,
+        timeline=render_timeline(trace),
+        duration_s=time.perf_counter() - started,
+        snapshot_written=written,
+    )
+
+
+async def _execute(scenario: Scenario) -> tuple[Any, Any]:
+    """Run the loop; returns the trace and the scripted provider (``None`` for cassettes)."""
+    from .trace import run_loop
+
+    options = scenario.options
+    choice: Any = options.tool_choice
+    if isinstance(choice, FunctionChoice):
+        choice = {"type": "function", "name": choice.name}
+    kwargs: dict[str, Any] = dict(
+        tools=[_build_tool(t) for t in scenario.tools],
+        schedule=build_schedule(scenario),
+        system_prompt=scenario.system_prompt,
+        max_iterations=options.max_iterations,
+        tool_choice=choice,
+        parallel_tool_calls=options.parallel_tool_calls,
+        steering_mode=options.steering_mode,
+        tool_timeout_s=options.tool_timeout_s,
+    )
+    if scenario.cassette is None:
+        provider = build_provider(scenario)
+        trace = await run_loop(provider, scenario.prompt_list, model=options.model, **kwargs)
+        return trace, provider
+    from .cassettes import use_cassette
+
+    cassette = scenario.cassette
+    cassette_path = scenario.cassette_path
+    assert cassette_path is not None
+    adapter, model = _cassette_adapter(cassette.api, cassette_path, options.model)
+    with use_cassette(
+        cassette_path,
+        match_body=cassette.match_body,
+        allow_unplayed=cassette.allow_unplayed,
+        mutations=[_build_mutation(m) for m in cassette.faults],
+    ):
+        trace = await run_loop(adapter, scenario.prompt_list, model=model, **kwargs)
+    return trace, None
+
+
+_ABORTED = "Request was aborted"
+
+
+def build_provider(scenario: Scenario) -> Any:
+    """The strict ``ScriptedProvider`` playing the scenario's model script."""
+    from .scripted import ScriptedProvider, ScriptedTurn, call, think
+
+    turns = []
+    for t in scenario.turns:
+        parts: list[Any] = []
+        if t.thinking is not None:
+            parts.append(think(t.thinking))
+        if t.text is not None:
+            parts.append(t.text)
+        parts.extend(call(c.name, c.args, id=c.id, raw=c.raw_args) for c in t.calls)
+        turns.append(ScriptedTurn(
+            parts=parts,
+            stop=t.stop,
+            error=t.error if t.error is not None else (_ABORTED if t.aborted else None),
+            error_status=t.status,
+            error_retryable=t.retryable,
+            error_retry_after_s=t.retry_after,
+            aborted=t.aborted,
+            cut=t.cut,
+            chunk_size=t.chunk_size,
+        ))
+    return ScriptedProvider(turns)
+
+
+def build_schedule(scenario: Scenario) -> Any:
+    """The ``SteeringSchedule`` of ``steering`` and ``follow_ups`` (``None`` if both are empty)."""
+    if not scenario.steering and not scenario.follow_ups:
+        return None
+    from .steering import SteeringSchedule
+
+    schedule = SteeringSchedule()
+    for entry in scenario.steering:
+        if entry.after_tool is not None:
+            schedule.after_tool(entry.after_tool, entry.message)
+        elif entry.after_call is not None:
+            schedule.after_call(entry.after_call.round, entry.after_call.index, entry.message)
+        elif entry.before_round is not None:
+            schedule.before_round(entry.before_round, entry.message)
+        else:
+            schedule.follow_up(entry.message)
+    for message in scenario.follow_ups:
+        schedule.follow_up(message)
+    return schedule
+
+
+def _build_tool(defn: ToolDef) -> dict[str, Any]:
+    """A dict-form tool whose ``execute`` plays the declared behaviour."""
+    from openprogram.tools import ToolResult, to_json_text
+
+    outcomes: list[Outcome] = list(defn.sequence) if defn.sequence else [defn]
+    count = 0
+
+    async def execute(arguments: dict[str, Any], on_update: Any = None) -> Any:
+        nonlocal count
+        outcome = outcomes[min(count, len(outcomes) - 1)]
+        count += 1
+        for update in outcome.updates:
+            on_update(update)
+        if outcome.sleep:
+            await asyncio.sleep(outcome.sleep)
+        if outcome.raises is not None:
+            spec = outcome.raises
+            if isinstance(spec, str):
+                raise RuntimeError(spec)
+            raise _exception_type(spec.type)(spec.message) if spec.message else _exception_type(
+                spec.type
+            )()
+        value = arguments if outcome.echo else outcome.returns
+        if outcome.is_error:
+            text = value if isinstance(value, str) else "" if value is None else to_json_text(value)
+            return ToolResult(content=text, is_error=True)
+        return value
+
+    execute.__name__ = f"scenario_tool_{defn.name}"
+    return {
+        "spec": {"name": defn.name, "description": defn.description, "parameters": defn.parameters},
+        "execute": execute,
+    }
+
+
+def _build_mutation(m: Mutation) -> Any:
+    from . import faults
+
+    if m.truncate_after is not None:
+        return faults.TruncateAfter(m.truncate_after)
+    if m.drop_terminal:
+        return faults.DropTerminal()
+    if m.corrupt_frame is not None:
+        return faults.CorruptFrame(m.corrupt_frame)
+    if m.garble_tool_arguments is not None:
+        return faults.GarbleToolArguments(m.garble_tool_arguments)
+    if m.http_error is not None:
+        return faults.HttpError(m.http_error, headers=m.headers)
+    if m.inject_error is not None:
+        return faults.InjectError(m.inject_error)
+    if m.stall is not None:
+        return faults.Stall(m.stall, after_frame=m.after_frame or 0)
+    if isinstance(m.rechunk, list):
+        return faults.Rechunk(sizes=m.rechunk)
+    return faults.Rechunk(seed=m.rechunk)
+
+
+_ENDPOINTS = {
+    "openai_chat": "/chat/completions",
+    "openai_responses": "/responses",
+    "anthropic": "/v1/messages",
+}
+
+
+def _cassette_adapter(api: str, path: Path, default_model: str) -> tuple[Any, str]:
+    """The real adapter for ``api``, pointed at the host the cassette was recorded against (so
+    replay matches), and the model named in the first recorded request."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        request = data["interactions"][0]["request"]
+        uri = str(request["uri"])
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"cannot read the cassette {path}: {exc}") from None
+    endpoint = _ENDPOINTS[api]
+    base_url = uri.split("?", 1)[0]
+    if not base_url.endswith(endpoint):
+        raise ValueError(
+            f"cassette {path} was recorded against {uri}, not the {api} endpoint ({endpoint})"
+        )
+    base_url = base_url[: -len(endpoint)]
+    model = default_model
+    body = request.get("body")
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, dict):
+        body = body.get("string")
+    try:
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        model = json.loads(body).get("model") or default_model
+    except (TypeError, ValueError, AttributeError):
+        pass
+    if api == "openai_chat":
+        from openprogram.providers.openai_chat import OpenAIChatProvider
+
+        return OpenAIChatProvider(api_key="sk-replay", base_url=base_url), model
+    if api == "openai_responses":
+        from openprogram.providers.openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider(api_key="sk-replay", base_url=base_url), model
+    from openprogram.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(api_key="sk-ant-replay", base_url=base_url), model
+
+
+# -- expectations -----------------------------------------------------------------------------
+
+
+def event_tokens(trace: Any) -> list[str]:
+    """The compact event order used by ``expect.events`` (SPEC §4's notation).
+
+    ``agent_start``, ``turn_start``, ``turn_end``, ``agent_end(<termination>)``;
+    ``ms(X)``/``me(X)`` for message start/end with X = ``U`` (prompt), ``S`` (steering),
+    ``F`` (follow-up), ``A`` (assistant), ``R`` (tool result); ``upd`` for a run of message updates;
+    ``tool_start(name)``, ``tool_update(name)``, ``tool_end(name)`` (``tool_end(name, error)`` for
+    an error result, ``tool_end(name, skipped)`` for a skipped call).
+    """
+    letters: dict[int, str] = {id(m): "U" for m in getattr(trace, "prompts", None) or []}
+    schedule = getattr(trace, "schedule", None)
+    for d in getattr(schedule, "delivered", None) or []:
+        letters[id(d.message)] = "F" if d.kind == "follow_up" else "S"
+    tokens: list[str] = []
+    first_turn = True
+    for event in trace.events:
+        kind = event.type
+        if kind == "message_update":
+            if not tokens or tokens[-1] != "upd":
+                tokens.append("upd")
+            continue
+        if kind in ("message_start", "message_end"):
+            message = event.message
+            role = message.role
+            if role == "assistant":
+                letter = "A"
+            elif role == "toolResult":
+                letter = "R"
+            else:
+                letter = letters.get(id(message)) or ("U" if first_turn else "S")
+            tokens.append(f"{'ms' if kind == 'message_start' else 'me'}({letter})")
+            continue
+        if kind in ("turn_start", "turn_end"):
+            first_turn = first_turn and kind == "turn_start"
+            tokens.append(kind)
+        elif kind == "agent_start":
+            tokens.append(kind)
+        elif kind == "agent_end":
+            tokens.append(f"agent_end({event.termination})")
+        elif kind == "tool_execution_start":
+            tokens.append(f"tool_start({event.tool_name})")
+        elif kind == "tool_execution_update":
+            tokens.append(f"tool_update({event.tool_name})")
+        elif kind == "tool_execution_end":
+            flag = ", skipped" if event.result.skipped else ", error" if event.is_error else ""
+            tokens.append(f"tool_end({event.tool_name}{flag})")
+    return tokens
+
+
+def check_expectations(scenario: Scenario, trace: Any) -> list[str]:
+    """Every failed expectation as one readable line (empty list: all met)."""
+    exp = scenario.expect
+    out: list[str] = []
+    if exp.termination is not None and trace.termination != exp.termination:
+        out.append(f"expect.termination: expected {exp.termination!r}, got {trace.termination!r}")
+    if exp.model_calls is not None and trace.model_calls != exp.model_calls:
+        out.append(f"expect.model_calls: expected {exp.model_calls}, got {trace.model_calls}")
+    if exp.tool_results is not None:
+        out.extend(_check_tool_results(exp.tool_results, list(trace.tool_results)))
+    final = trace.final_text
+    if exp.final_text is not None and final != exp.final_text:
+        out.append(f"expect.final_text: expected {exp.final_text!r}, got {final!r}")
+    if exp.final_text_matches is not None and not re.search(exp.final_text_matches, final or ""):
+        out.append(
+            f"expect.final_text_matches: {exp.final_text_matches!r} does not match {final!r}"
+        )
+    if exp.error_text is not None:
+        errors = [m.error_message for m in trace.assistant_messages if m.error_message]
+        got = errors[-1] if errors else None
+        if got is None or exp.error_text not in got:
+            out.append(f"expect.error_text: expected an error containing {exp.error_text!r}, "
+                       f"got {got!r}")
+    if exp.undelivered is not None and len(trace.undelivered) != exp.undelivered:
+        texts = [m.text for m in trace.undelivered]
+        out.append(f"expect.undelivered: expected {exp.undelivered}, got {len(texts)} {texts!r}")
+    if exp.delivered is not None:
+        schedule = trace.schedule
+        got_n = len(schedule.delivered) if schedule is not None else 0
+        got_n -= len(trace.undelivered)
+        if got_n != exp.delivered:
+            out.append(f"expect.delivered: expected {exp.delivered}, got {got_n}")
+    if exp.events is not None:
+        tokens = event_tokens(trace)
+        if tokens != exp.events:
+            out.append("expect.events: the event order differs\n" + _diff(exp.events, tokens))
+    if exp.request_roles is not None:
+        requests = trace.requests
+        if requests is None:
+            out.append("expect.request_roles: this run does not record requests (cassette)")
+        else:
+            got_roles = [[m.role for m in r.messages] for r in requests]
+            if got_roles != exp.request_roles:
+                out.append(
+                    f"expect.request_roles: expected {exp.request_roles}, got {got_roles}"
+                )
+    return out
+
+
+def _check_tool_results(expected: list[ToolResultExpect], results: list[Any]) -> list[str]:
+    out: list[str] = []
+    if len(expected) != len(results):
+        got = ", ".join(f"{r.tool_name}{' (error)' if r.is_error else ''}" for r in results)
+        out.append(
+            f"expect.tool_results: expected {len(expected)} result(s), got {len(results)}: "
+            f"[{got}]"
+        )
+    for i, (want, got) in enumerate(zip(expected, results, strict=False)):
+        where = f"expect.tool_results[{i}]"
+        if want.name is not None and got.tool_name != want.name:
+            out.append(f"{where}.name: expected {want.name!r}, got {got.tool_name!r}")
+        if want.is_error is not None and got.is_error != want.is_error:
+            out.append(f"{where}.is_error: expected {want.is_error}, got {got.is_error} "
+                       f"(text {got.text!r})")
+        if want.skipped is not None and got.skipped != want.skipped:
+            out.append(f"{where}.skipped: expected {want.skipped}, got {got.skipped}")
+        if want.text is not None and got.text != want.text:
+            out.append(f"{where}.text: expected {want.text!r}, got {got.text!r}")
+        if want.text_matches is not None and not re.search(want.text_matches, got.text):
+            out.append(f"{where}.text_matches: {want.text_matches!r} does not match {got.text!r}")
+    return out
+
+
+def _diff(expected: list[str], got: list[str]) -> str:
+    lines = difflib.unified_diff(expected, got, "expected", "got", lineterm="", n=2)
+    return "\n".join("    " + line for line in lines)
+
+
+def snapshot_path(scenario: Scenario) -> Path | None:
+    """``<scenario dir>/__snapshots__/<file stem>.txt``."""
+    if scenario.path is None:
+        return None
+    stem = scenario.path.name
+    for suffix in (".yaml", ".yml"):
+        stem = stem.removesuffix(suffix)
+    return scenario.path.parent / "__snapshots__" / f"{stem}.txt"
+
+
+def _check_snapshot(scenario: Scenario, trace: Any, update: bool) -> tuple[str | None, bool]:
+    from .trace import render_snapshot
+
+    target = snapshot_path(scenario)
+    if target is None:
+        return "expect.snapshot: a scenario built in code has no file to keep it beside", False
+    text = render_snapshot(trace)
+    if not text.endswith("\n"):
+        text += "\n"
+    if target.is_file():
+        stored = target.read_text(encoding="utf-8")
+        if stored == text:
+            return None, False
+        if not update:
+            diff = difflib.unified_diff(
+                stored.splitlines(), text.splitlines(), "stored", "this run", lineterm="", n=2
+            )
+            return (
+                f"expect.snapshot: the trace differs from {target} "
+                "(run with --update-snapshots to accept):\n" + "\n".join("    " + d for d in diff)
+            ), False
+    elif not update:
+        return (
+            f"expect.snapshot: no snapshot stored at {target}; run with --update-snapshots "
+            "to write it"
+        ), False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return None, True
+
+
 _MODEL_NAMES = {
     "TurnDef": "a turn mapping",
     "RaiseSpec": "a mapping with 'message' and 'type'",
@@ -822,11 +1327,19 @@ __all__ = [
     "RaiseSpec",
     "Scenario",
     "ScenarioError",
+    "ScenarioResult",
     "SteeringDef",
     "ToolDef",
     "ToolResultExpect",
     "TurnDef",
+    "arun_scenario",
+    "build_provider",
+    "build_schedule",
+    "check_expectations",
+    "event_tokens",
     "load_scenario",
     "parse_scenario",
+    "run_scenario",
     "scenario_stem",
+    "snapshot_path",
 ]
