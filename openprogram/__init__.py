@@ -20,6 +20,7 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
+from .functions import Function, agentic_function, function
 from .loop import (
     MAX_INNER_ITERATIONS,
     AgentContext,
@@ -30,6 +31,8 @@ from .loop import (
     effective_cap,
 )
 from .providers.base import Context, MessageBuilder, Provider, StreamOptions
+from .registry import Registry, default_registry
+from .runtime import DecisionError, ProviderError, RunRecord, Runtime
 from .tools import AgentTool, ToolError, ToolResult, as_agent_tool
 from .types import (
     AssistantMessage,
@@ -61,7 +64,9 @@ __all__ = [
     "CancelToken",
     "CancelledRun",
     "Context",
+    "DecisionError",
     "EventStream",
+    "Function",
     "ImageContent",
     "LoopConfig",
     "Message",
@@ -70,6 +75,10 @@ __all__ = [
     "MessageStart",
     "MessageUpdate",
     "Provider",
+    "ProviderError",
+    "Registry",
+    "RunRecord",
+    "Runtime",
     "StopReason",
     "StreamOptions",
     "Termination",
@@ -90,6 +99,9 @@ __all__ = [
     "__version__",
     "agent_loop",
     "agent_loop_continue",
+    "agentic_function",
     "as_agent_tool",
+    "default_registry",
     "effective_cap",
+    "function",
 ]

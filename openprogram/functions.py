@@ -1,0 +1,429 @@
+"""``@function`` and ``@agentic_function``: Python functions as tools (SPEC §6).
+
+The decorators wrap a function in a ``Function``: still callable exactly as before (same
+signature, same result, sync or async), registered in one shared registry, and carrying the
+``ToolSpec`` the model is shown:
+
+- ``name``: ``name=`` or ``__name__``;
+- ``description``: ``description=`` or the docstring's first paragraph (lines joined by spaces);
+- ``parameters``: ``parameters=`` (a JSON Schema, validated with ``jsonschema``) or a schema
+  generated with pydantic from the signature (``Optional``, unions, ``Literal`` enums, lists,
+  nested pydantic models, defaults), with parameter descriptions from the docstring's ``Args:``
+  section.  Injected parameters (``runtime``, ``on_update``, ``cancel``, ``tool_call_id``) are
+  hidden from the model.
+
+The pydantic model and the ``AgentTool`` are built once per function (on first use) and reused:
+the per-call path is one pydantic validation and one Python call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
+from typing import Any, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.json_schema import GenerateJsonSchema
+
+from .tools import AgentTool, ValidationProblem, is_async_callable, json_schema_validator
+from .types import ToolSpec
+
+INJECTED_PARAMETERS = frozenset({"runtime", "on_update", "cancel", "tool_call_id"})
+"""Parameters the framework supplies; never shown to (or accepted from) the model."""
+
+_LOOP_EXTRAS = ("tool_call_id", "cancel", "on_update")
+
+_current_runtime: ContextVar[Any] = ContextVar("openprogram_current_runtime", default=None)
+"""The ``Runtime`` whose ``exec`` is running the current tool (set by ``openprogram.runtime``);
+read when an ``@agentic_function`` that declares ``runtime`` is executed as a tool."""
+
+
+class _NoTitles(GenerateJsonSchema):
+    """Pydantic's schema without the auto-generated per-field ``title`` noise."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+class Function:
+    """A decorated function: a plain callable plus a tool spec and registry metadata.
+
+    Attributes: ``fn`` (the original function), ``name``, ``spec`` (``ToolSpec``), ``exposed``
+    (listed in the ``"full"`` toolset), ``unsafe_for`` (sources/channels it must not be offered
+    to), ``toolsets`` (named toolsets it joined), ``agentic`` (made by ``@agentic_function``).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        exposed: bool = True,
+        unsafe_for: Iterable[str] = (),
+        toolsets: Iterable[str] = (),
+        agentic: bool = False,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"@function needs a callable, got {fn!r}")
+        if isinstance(unsafe_for, str) or isinstance(toolsets, str):
+            raise TypeError("unsafe_for= and toolsets= take a tuple of names, not a single string")
+        self.fn = fn
+        self.name = name if name is not None else getattr(fn, "__name__", None)
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"cannot derive a tool name for {fn!r}: pass name=")
+        self.exposed = bool(exposed)
+        self.unsafe_for = frozenset(unsafe_for)
+        self.toolsets = tuple(toolsets)
+        self.agentic = agentic
+        self.is_async = is_async_callable(fn)
+        self._lock = threading.Lock()
+        self._agent_tool: AgentTool | None = None
+
+        signature = inspect.signature(fn)
+        self.signature = signature
+        params = signature.parameters
+        self.wants_runtime = "runtime" in params
+        self._runtime_required = (
+            self.wants_runtime and params["runtime"].default is inspect.Parameter.empty
+        )
+        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        self.loop_extras = frozenset(
+            _LOOP_EXTRAS if var_kw else (n for n in _LOOP_EXTRAS if n in params)
+        )
+        summary, arg_docs = parse_docstring(inspect.getdoc(fn))
+        self.description = description if description is not None else summary
+
+        self._model: type[BaseModel] | None = None
+        self._field_to_param: dict[str, str] = {}
+        if parameters is not None:
+            if not isinstance(parameters, Mapping):
+                raise TypeError(f"parameters= of {self.name!r} must be a JSON Schema mapping")
+            self.parameters = dict(parameters)
+            self._validate = json_schema_validator(self.parameters)  # also checks the schema
+        else:
+            self._model, self._field_to_param = _signature_model(
+                fn, self.name, signature, arg_docs, allow_extra=var_kw
+            )
+            self.parameters = _model_schema(self._model)
+            self._validate = _pydantic_validator(self._model, self._field_to_param)
+        self.spec = ToolSpec(
+            name=self.name, description=self.description, parameters=self.parameters
+        )
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                setattr(self, attr, getattr(fn, attr))
+            except AttributeError:
+                pass
+        self.__wrapped__ = fn
+
+    # -- plain Python ------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return self.signature
+
+    def __repr__(self) -> str:
+        kind = "agentic_function" if self.agentic else "function"
+        return f"<{kind} {self.name}>"
+
+    def validate(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationProblem]]:
+        """Validate (and, for signature-derived tools, coerce) model-supplied arguments."""
+        return self._validate(arguments)
+
+    # -- as a tool ---------------------------------------------------------------------------
+    def to_agent_tool(self) -> AgentTool:
+        """The ``AgentTool`` for the loop, built once and cached."""
+        tool = self._agent_tool
+        if tool is not None:
+            return tool
+        with self._lock:
+            if self._agent_tool is None:
+                self._agent_tool = AgentTool(
+                    spec=self.spec,
+                    execute=self._make_execute(),
+                    validate=self._validate,
+                    is_async=self.is_async,
+                    accepts=self.loop_extras,
+                    source=self,
+                    meta={"unsafe_for": self.unsafe_for, "exposed": self.exposed},
+                )
+            return self._agent_tool
+
+    def _make_execute(self) -> Callable[..., Any]:
+        fn = self.fn
+        if not self.wants_runtime:
+            if not self.loop_extras:
+                return lambda arguments: fn(**arguments)
+            return lambda arguments, **extras: fn(**arguments, **extras)
+        name, required = self.name, self._runtime_required
+
+        def execute(arguments: dict[str, Any], **extras: Any) -> Any:
+            runtime = _current_runtime.get()
+            if runtime is None:
+                if required:
+                    raise RuntimeError(
+                        f"{name} needs a runtime: run it through Runtime.exec "
+                        "(or call it directly with runtime=...)"
+                    )
+                return fn(**arguments, **extras)
+            return fn(**arguments, **extras, runtime=runtime)
+
+        return execute
+
+    def call_injected(self, runtime: Any) -> Any:
+        """Call with no model arguments, only what the framework injects (``choices=``)."""
+        if self.wants_runtime:
+            return self.fn(runtime=runtime)
+        return self.fn()
+
+    def required_parameters(self) -> list[str]:
+        """Names the model must supply (not injected, no default)."""
+        return [
+            p.name
+            for p in self.signature.parameters.values()
+            if p.name not in INJECTED_PARAMETERS
+            and p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        ]
+
+
+# -- decorators ----------------------------------------------------------------------------------
+
+
+@overload
+def function(fn: Callable[..., Any], /) -> Function: ...
+@overload
+def function(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    exposed: bool = True,
+    unsafe_for: Iterable[str] = (),
+    toolsets: Iterable[str] = (),
+    registry: Any = None,
+) -> Callable[[Callable[..., Any]], Function]: ...
+def function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Make ``fn`` a tool and register it (bare ``@function`` or ``@function(name=..., ...)``).
+
+    Options: ``name``, ``description``, ``parameters`` (explicit JSON Schema), ``exposed``
+    (default ``True``: part of the ``"full"`` toolset), ``unsafe_for`` (sources, e.g.
+    ``("sms",)``, that must not be offered this tool), ``toolsets`` (named toolsets to join),
+    ``registry`` (default: the shared ``openprogram.registry.default_registry``).
+    """
+    return _decorate(fn, options, agentic=False)
+
+
+@overload
+def agentic_function(fn: Callable[..., Any], /) -> Function: ...
+@overload
+def agentic_function(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    exposed: bool = True,
+    unsafe_for: Iterable[str] = (),
+    toolsets: Iterable[str] = (),
+    registry: Any = None,
+) -> Callable[[Callable[..., Any]], Function]: ...
+def agentic_function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Like ``@function``, for a function that thinks with the model: if it declares a
+    ``runtime`` parameter, the running ``Runtime`` is injected when the model calls it, and a
+    ``runtime.exec(...)`` inside opens a nested layer of the loop."""
+    return _decorate(fn, options, agentic=True)
+
+
+_OPTIONS = frozenset(
+    {"name", "description", "parameters", "exposed", "unsafe_for", "toolsets", "registry"}
+)
+
+
+def _decorate(fn: Callable[..., Any] | None, options: dict[str, Any], *, agentic: bool) -> Any:
+    unknown = set(options) - _OPTIONS
+    if unknown:
+        raise TypeError(f"unknown decorator option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}")
+
+    def wrap(target: Callable[..., Any]) -> Function:
+        from .registry import default_registry
+
+        registry = options.get("registry")
+        if registry is None:
+            registry = default_registry
+        kwargs = {k: v for k, v in options.items() if k != "registry"}
+        wrapped = Function(target, agentic=agentic, **kwargs)
+        registry.register(wrapped)
+        return wrapped
+
+    if fn is None:
+        return wrap
+    if options:
+        raise TypeError("pass options as @function(name=...), not together with the function")
+    return wrap(fn)
+
+
+# -- docstrings ----------------------------------------------------------------------------------
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """``(first paragraph, {parameter: description})``; whitespace inside each is collapsed.
+
+    Parameter descriptions come from a Google ``Args:`` section (NumPy and reST styles work too,
+    via ``docstring_parser``).
+    """
+    if not doc:
+        return "", {}
+    import docstring_parser
+
+    first = doc.strip().split("\n\n", 1)[0]
+    parsed = docstring_parser.parse(doc)
+    args = {
+        p.arg_name: " ".join(p.description.split())
+        for p in parsed.params
+        if p.args
+        and p.args[0] in ("param", "parameter", "arg", "argument", "key", "keyword")
+        and p.description
+    }
+    first_line = first.lstrip().splitlines()[0] if first.strip() else ""
+    if first_line.rstrip().endswith(":") and first_line.strip().rstrip(":").lower() in _SECTIONS:
+        return "", args
+    return " ".join(first.split()), args
+
+
+_SECTIONS = frozenset(
+    {
+        "args",
+        "arguments",
+        "parameters",
+        "params",
+        "returns",
+        "return",
+        "raises",
+        "yields",
+        "example",
+        "examples",
+        "attributes",
+        "note",
+        "notes",
+    }
+)
+
+
+# -- signature → pydantic model → JSON Schema -----------------------------------------------------
+
+
+def _signature_model(
+    fn: Callable[..., Any],
+    name: str,
+    signature: inspect.Signature,
+    arg_docs: dict[str, str],
+    *,
+    allow_extra: bool,
+) -> tuple[type[BaseModel], dict[str, str]]:
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise TypeError(
+            f"cannot build the tool schema of {name!r}: annotation {exc.name!r} is not defined "
+            "at module level (define it globally or pass parameters=)"
+        ) from None
+    except Exception:
+        hints = {}
+    fields: dict[str, Any] = {}
+    field_to_param: dict[str, str] = {}
+    for index, param in enumerate(signature.parameters.values()):
+        if param.name in INJECTED_PARAMETERS:
+            continue
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"tool {name!r}: positional-only parameter {param.name!r} cannot be passed by name"
+            )
+        annotation = hints.get(param.name, param.annotation)
+        if annotation is inspect.Parameter.empty:
+            annotation = Any
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        field_kwargs: dict[str, Any] = {}
+        if param.name in arg_docs:
+            field_kwargs["description"] = arg_docs[param.name]
+        field_name = param.name
+        if _clashes(param.name):
+            field_name = f"param_{index}"
+            field_kwargs["alias"] = param.name
+        fields[field_name] = (annotation, Field(default, **field_kwargs))
+        field_to_param[field_name] = param.name
+    config = ConfigDict(
+        extra="allow" if allow_extra else "forbid",
+        arbitrary_types_allowed=False,
+        protected_namespaces=(),
+    )
+    try:
+        model = create_model(_model_name(name), __config__=config, **fields)
+    except Exception as exc:
+        raise TypeError(f"cannot build the tool schema of {name!r}: {exc}") from None
+    return model, field_to_param
+
+
+def _clashes(param: str) -> bool:
+    return param.startswith("_") or param.startswith("model_") or hasattr(BaseModel, param)
+
+
+def _model_name(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    return cleaned or "arguments"
+
+
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    try:
+        schema = model.model_json_schema(schema_generator=_NoTitles)
+    except Exception as exc:
+        raise TypeError(
+            f"cannot generate a JSON Schema for tool {model.__name__!r}: {exc}"
+        ) from None
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _pydantic_validator(
+    model: type[BaseModel], field_to_param: dict[str, str]
+) -> Callable[[dict[str, Any]], tuple[dict[str, Any], list[ValidationProblem]]]:
+    """Validate + coerce through the model's compiled core validator (built once)."""
+    validate_python = model.__pydantic_validator__.validate_python
+    renames = {f: p for f, p in field_to_param.items() if f != p}
+
+    def validate(arguments: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationProblem]]:
+        try:
+            instance = validate_python(arguments)
+        except ValidationError as exc:
+            return arguments, [
+                (".".join(str(part) for part in err["loc"]) or "root", err["msg"])
+                for err in exc.errors(include_url=False, include_context=False)
+            ]
+        values = instance.__dict__
+        out = {
+            renames.get(k, k): values[k] for k in instance.__pydantic_fields_set__ if k in values
+        }
+        extra = instance.__pydantic_extra__
+        if extra:
+            out.update(extra)
+        return out, []
+
+    return validate
+
+
+__all__ = [
+    "INJECTED_PARAMETERS",
+    "Function",
+    "agentic_function",
+    "function",
+    "parse_docstring",
+]
