@@ -1,0 +1,315 @@
+"""Machinery shared by the SDK-backed adapters (OpenAI Chat, OpenAI Responses, Anthropic).
+
+One adapter = a request builder, a stream parser (SDK event → provider events, through
+``MessageBuilder``) and a converter for non-streaming responses.  This module owns everything
+else, identically for all three: the lazily-built SDK client, the real-call guard, running the SDK
+call in a *pump task* (so cancellation can close the HTTP stream at any point, even while the
+server stalls), and turning every failure into a terminal ``error`` event.
+
+SDK objects are turned into plain dicts (``to_dict``) before parsing: the parsers then work on
+the documented wire shapes, tolerate unknown fields, and the same code handles streamed chunks and
+non-streamed bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar
+
+from ..events import AssistantMessageEvent
+from ..types import ImageContent, TextContent, ToolCall
+from . import guard
+from .base import (
+    Context,
+    MessageBuilder,
+    StreamOptions,
+    error_text,
+    is_retryable_status,
+    parse_retry_after,
+)
+
+STREAM_ENDED = "stream ended without a final event"
+
+_ERROR_TYPE_STATUS = {
+    # Anthropic/OpenAI error types that can arrive inside a 200 stream.
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """An SDK model (or dict) as a plain dict in wire names, unset fields left out."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(  # type: ignore[no-any-return]
+            by_alias=True, exclude_unset=True, warnings=False, mode="python"
+        )
+    raise TypeError(f"unexpected SDK object {type(obj).__name__}")
+
+
+def arguments_json(call: ToolCall) -> str:
+    """The JSON text of a call's arguments as the model sent them (raw text when it did not
+    parse, so the model sees its own mistake)."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def data_url(image: ImageContent) -> str:
+    return f"data:{image.mime_type};base64,{image.data_b64}"
+
+
+def result_text(blocks: list[TextContent | ImageContent]) -> str:
+    return "".join(b.text for b in blocks if isinstance(b, TextContent))
+
+
+class StreamParser:
+    """Feeds SDK stream events (as dicts) into a ``MessageBuilder``.
+
+    ``feed`` returns the events to yield; once it returned a terminal event ``finished`` is true
+    and the adapter stops reading.  ``finish`` is called when the SDK stream ended without one.
+    """
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.b = builder
+        self.finished = False
+
+    def feed(self, data: dict[str, Any]) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+    def finish(self) -> list[AssistantMessageEvent]:
+        self.finished = True
+        return [self.b.error(STREAM_ENDED, retryable=True)]
+
+
+class _Aborted(Exception):
+    pass
+
+
+_END = object()
+
+
+class SDKProvider:
+    """Base of the three SDK adapters.
+
+    ``client`` — an SDK async client to use as is (tests pass one built on an
+    ``httpx2.MockTransport``); otherwise one is built on first use from ``api_key``, ``base_url``,
+    ``max_retries`` and ``client_kwargs``.  ``max_retries`` defaults to 0: the SDKs retry 408/409/
+    429/5xx and connection errors themselves (2 times, with backoff) before anything reaches us,
+    which would hide failures from the loop and from fault-injection tests.  Pass
+    ``max_retries=2`` (or more) to get the SDK's retries back.  ``stream=False`` makes
+    non-streaming calls and converts the JSON response into the same events.
+    """
+
+    provider_name: ClassVar[str] = ""
+    api: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        stream: bool = True,
+        max_retries: int = 0,
+        **client_kwargs: Any,
+    ) -> None:
+        self._client = client
+        self._client_args: dict[str, Any] = dict(client_kwargs, max_retries=max_retries)
+        if api_key is not None:
+            self._client_args["api_key"] = api_key
+        if base_url is not None:
+            self._client_args["base_url"] = base_url
+        self.streaming = stream
+
+    # -- to implement per API -------------------------------------------------------------
+    def _make_client(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def build_request(self, model: str, context: Context, options: StreamOptions) -> dict[str, Any]:
+        """The request body (without ``stream``), as keyword arguments of the SDK's create()."""
+        raise NotImplementedError
+
+    async def _call(self, client: Any, params: dict[str, Any], stream: bool) -> Any:
+        raise NotImplementedError
+
+    def _parser(self, builder: MessageBuilder) -> StreamParser:
+        raise NotImplementedError
+
+    def _convert(self, builder: MessageBuilder, data: dict[str, Any]) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+    def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
+        """(status error, timeout error, connection error) classes of the SDK."""
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._make_client(**self._client_args)
+        return self._client
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url)
+
+    async def stream(
+        self, model: str, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        builder = MessageBuilder(model=model, provider=self.provider_name, api=self.api)
+        yield builder.start()
+        cancel = options.cancel
+        if cancel is not None and cancel.is_set():
+            yield builder.aborted()
+            return
+        try:
+            params = self.build_request(model, context, options)
+            client = self.client
+        except Exception as exc:
+            yield builder.error(f"could not build the request: {error_text(exc)}")
+            return
+        guard.check(str(client.base_url))
+
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        pump = asyncio.ensure_future(self._pump(client, params, queue))
+        waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        parser = self._parser(builder) if self.streaming else None
+        try:
+            while True:
+                kind, value = await self._next(queue, waiter)
+                if kind == "exc":
+                    yield self._error_event(builder, value)
+                    return
+                if kind == "end":
+                    if parser is not None and not parser.finished:
+                        for event in parser.finish():
+                            yield event
+                    elif parser is None:
+                        yield builder.error(STREAM_ENDED, retryable=True)
+                    return
+                data = as_dict(value)
+                if parser is None:
+                    for event in self._convert(builder, data):
+                        yield event
+                    return
+                for event in parser.feed(data):
+                    yield event
+                if parser.finished:
+                    return
+        except _Aborted:
+            yield builder.aborted()
+        except Exception as exc:  # a parser tripping over an unexpected shape
+            yield self._error_event(builder, exc)
+        finally:
+            if waiter is not None:
+                waiter.cancel()
+            if not pump.done():
+                pump.cancel()
+            with contextlib.suppress(BaseException):
+                await pump
+
+    async def _next(
+        self, queue: asyncio.Queue[tuple[str, Any]], waiter: asyncio.Future[None] | None
+    ) -> tuple[str, Any]:
+        if not queue.empty() or waiter is None:
+            if waiter is not None and waiter.done():
+                raise _Aborted
+            return await queue.get()
+        getter = asyncio.ensure_future(queue.get())
+        done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        raise _Aborted
+
+    async def _pump(
+        self, client: Any, params: dict[str, Any], queue: asyncio.Queue[tuple[str, Any]]
+    ) -> None:
+        """Make the SDK call and push every item into ``queue`` — all in this one task, so the
+        SDK's HTTP stream is opened, read and closed by the same task (cancelling it closes the
+        connection)."""
+        try:
+            result = await self._call(client, params, self.streaming)
+            if self.streaming:
+                try:
+                    async for item in result:
+                        queue.put_nowait(("item", item))
+                finally:
+                    with contextlib.suppress(Exception):
+                        await result.close()
+            else:
+                queue.put_nowait(("item", result))
+            queue.put_nowait(("end", None))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            queue.put_nowait(("exc", exc))
+
+    def _error_event(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
+        status_cls, timeout_cls, connection_cls = self._sdk_errors()
+        if isinstance(exc, status_cls):
+            status = int(getattr(exc, "status_code", 0) or 0) or None
+            body = getattr(exc, "body", None)
+            api_message, err_type = _body_error(body)
+            if status == 200 or status is None:  # an error event inside a 200 stream
+                status = _ERROR_TYPE_STATUS.get(err_type or "", status)
+            response = getattr(exc, "response", None)
+            headers = getattr(response, "headers", None)
+            text = api_message or getattr(exc, "message", None) or error_text(exc)
+            prefix = f"HTTP {status}" if status else "API error"
+            if err_type:
+                prefix += f" ({err_type})"
+            return builder.error(
+                f"{prefix}: {text}",
+                status=status,
+                retryable=is_retryable_status(status) if status else True,
+                retry_after_s=parse_retry_after(headers),
+            )
+        if isinstance(exc, timeout_cls | TimeoutError) or _is_httpx2(exc, "TimeoutException"):
+            return builder.error(f"request timed out: {error_text(exc)}", retryable=True)
+        if isinstance(exc, connection_cls) or _is_httpx2(exc, "TransportError"):
+            cause = exc.__cause__
+            detail = f" ({error_text(cause)})" if cause is not None else ""
+            return builder.error(
+                f"connection error: {error_text(exc)}{detail}", retryable=True
+            )
+        if isinstance(exc, json.JSONDecodeError):
+            return builder.error(f"malformed stream frame: {exc}", retryable=True)
+        return builder.error(f"{type(exc).__name__}: {error_text(exc)}")
+
+
+def _is_httpx2(exc: BaseException, name: str) -> bool:
+    import httpx2  # the SDKs' transport; only reached after an SDK call failed
+
+    cls = getattr(httpx2, name, None)
+    return isinstance(cls, type) and isinstance(exc, cls)
+
+
+def _body_error(body: object) -> tuple[str | None, str | None]:
+    """(message, type) from an API error body: ``{"message", "type"}`` (OpenAI, already
+    unwrapped by the SDK) or ``{"type": "error", "error": {"type", "message"}}`` (Anthropic)."""
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        if isinstance(inner, Mapping):
+            body = inner
+        message = body.get("message")
+        err_type = body.get("type") or body.get("code")
+        return (
+            message if isinstance(message, str) and message else None,
+            err_type if isinstance(err_type, str) and err_type != "error" else None,
+        )
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500], None
+    return None, None

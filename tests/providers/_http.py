@@ -1,0 +1,83 @@
+"""Test helpers: drive the real SDK clients through an ``httpx2.MockTransport``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpx2
+
+from openprogram.events import AssistantMessageEvent
+from openprogram.providers.base import Context, StreamOptions
+from openprogram.types import AssistantMessage
+
+BASE = "http://127.0.0.1:9"  # loopback: the guard lets it through; MockTransport never connects
+
+
+def sse(frames: Iterable[Any], *, done: bool = False, events: bool = False) -> bytes:
+    """SSE body: each frame a dict (``data:`` JSON) or an (event, dict) pair."""
+    parts: list[str] = []
+    for frame in frames:
+        if isinstance(frame, tuple):
+            name, data = frame
+            parts.append(f"event: {name}\ndata: {json.dumps(data)}\n\n")
+        elif isinstance(frame, str):
+            parts.append(frame)
+        else:
+            parts.append(f"data: {json.dumps(frame)}\n\n")
+    if done:
+        parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode()
+
+
+class Recorder:
+    """A MockTransport handler that answers with queued responses and keeps every request."""
+
+    def __init__(self, *responses: httpx2.Response | Callable[[httpx2.Request], httpx2.Response]) -> None:
+        self.responses = list(responses)
+        self.requests: list[httpx2.Request] = []
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(r.content) for r in self.requests]
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if not self.responses:
+            raise AssertionError(f"unexpected extra request {request.method} {request.url}")
+        response = self.responses.pop(0)
+        return response(request) if callable(response) else response
+
+    def client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
+
+
+def sse_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(
+        status, headers={"content-type": "text/event-stream", **(headers or {})}, content=body
+    )
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(
+        status,
+        headers={"content-type": "application/json", **(headers or {})},
+        content=json.dumps(data).encode(),
+    )
+
+
+async def collect(
+    provider: Any, context: Context | None = None, options: StreamOptions | None = None, model: str = "m"
+) -> tuple[list[AssistantMessageEvent], AssistantMessage]:
+    events = [
+        e async for e in provider.stream(model, context or Context(), options or StreamOptions())
+    ]
+    assert events[-1].is_terminal, [e.type for e in events]
+    assert sum(e.is_terminal for e in events) == 1
+    assert events[-1].message is not None
+    return events, events[-1].message
+
+
+def types(events: list[AssistantMessageEvent]) -> list[str]:
+    return [e.type for e in events]
