@@ -819,6 +819,17 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     return list(members[0].model_fields) if len(members) == 1 else []
 
 
+def scenario_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the scenario format (published as ``scenario.schema.json``)."""
+    schema = Scenario.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://openprogram.dev/schemas/scenario.schema.json",
+        "title": "OpenProgram loop scenario",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+
+
 # -- running ----------------------------------------------------------------------------------
 
 
@@ -1340,6 +1351,7 @@ __all__ = [
     "load_scenario",
     "parse_scenario",
     "run_scenario",
+    "scenario_json_schema",
     "scenario_stem",
     "snapshot_path",
 ]
