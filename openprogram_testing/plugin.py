@@ -8,10 +8,14 @@ imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .scripted import ScriptedProvider
+
+if TYPE_CHECKING:
+    from .emulator import ProviderEmulator
 
 
 @pytest.fixture
@@ -21,3 +25,18 @@ def scripted_provider() -> Iterator[ScriptedProvider]:
     provider = ScriptedProvider()
     yield provider
     provider.assert_complete()
+
+
+@pytest.fixture
+def provider_emulator() -> Iterator[ProviderEmulator]:
+    """A started strict ``ProviderEmulator`` (loopback HTTP, OpenAI and Anthropic wire formats);
+    add turns with ``.add(...)``.  At teardown it is stopped (threads joined, port freed), then an
+    unexpected request or an unplayed turn fails the test."""
+    from .emulator import ProviderEmulator
+
+    emulator = ProviderEmulator().start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+    emulator.assert_complete()
