@@ -5,6 +5,19 @@ and assertions, snapshots, hypothesis strategies, YAML scenarios, a pytest plugi
 Heavy dependencies (SDKs, vcrpy, hypothesis, rich) are imported only by the modules that need them.
 """
 
+from .assertions import (
+    InvariantViolation,
+    Violation,
+    assert_final_text,
+    assert_model_calls,
+    assert_recovered,
+    assert_skipped,
+    assert_terminated,
+    assert_tool_results,
+    check_invariants,
+    check_rechunk_invariance,
+    find_violations,
+)
 from .scripted import (
     ModelRequest,
     ScriptedCall,
@@ -21,20 +34,41 @@ from .scripted import (
     think,
     turn,
 )
+from .steering import Delivery, ScheduleEntry, SteeringSchedule
+from .trace import LoopTrace, render_snapshot, render_timeline, run_loop, run_loop_sync
 
 __all__ = [
+    "Delivery",
+    "InvariantViolation",
+    "LoopTrace",
     "ModelRequest",
+    "ScheduleEntry",
     "ScriptError",
     "ScriptedCall",
     "ScriptedProvider",
     "ScriptedTurn",
+    "SteeringSchedule",
     "UnconsumedTurns",
     "UnexpectedModelCall",
+    "Violation",
     "aborted_turn",
+    "assert_final_text",
+    "assert_model_calls",
+    "assert_recovered",
+    "assert_skipped",
+    "assert_terminated",
+    "assert_tool_results",
     "call",
+    "check_invariants",
+    "check_rechunk_invariance",
     "cut_turn",
     "error_turn",
+    "find_violations",
     "raising_turn",
+    "render_snapshot",
+    "render_timeline",
+    "run_loop",
+    "run_loop_sync",
     "think",
     "turn",
 ]

@@ -1,0 +1,366 @@
+"""Text renderings of a loop trace: a timeline for people and a normalised snapshot (SPEC §9.5).
+
+- ``render_timeline(trace)``: one numbered line per event (runs of ``message_update`` collapsed
+  into one line), indented per round.  Used in assertion failure messages (invariant violations
+  cite the event numbers), by ``openprogram-testing show``; ``color=True`` renders it with rich.
+- ``render_snapshot(trace)``: the snapshot format.  Stable across runs and re-chunkings: no event
+  numbers, no delta counts, tool call ids renamed ``call#1``, ``call#2``… in order of appearance,
+  usage/model names left out, and provider ids, UUIDs, timestamps, durations, thinking
+  signatures and SSE ``obfuscation`` fields replaced by placeholders.  Long texts are truncated
+  with the number of characters cut, so a change beyond the cut still shows as a length change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from openprogram.events import (
+    AgentEnd,
+    AgentStart,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from openprogram.types import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from .trace import LoopTrace
+
+TIMELINE_TEXT_LIMIT = 120
+SNAPSHOT_TEXT_LIMIT = 300
+SNAPSHOT_RESULT_LIMIT = 200
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r'("obfuscation"\s*:\s*)"[^"]*"'), r'\1"<obfuscation>"'),
+    (
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
+        "<uuid>",
+    ),
+    (
+        re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b"),
+        "<timestamp>",
+    ),
+    (
+        re.compile(r"\b(req|msg|resp|chatcmpl|toolu|call|fc|rs|srvtoolu)([_-])[A-Za-z0-9]{10,}\b"),
+        r"\1\2<id>",
+    ),
+    (re.compile(r"\b\d+\.\d+\s?s\b|\b\d+(?:\.\d+)?\s?ms\b"), "<duration>"),
+]
+
+
+@dataclass
+class _Renderer:
+    trace: LoopTrace
+    snapshot: bool
+    ids: dict[str, str] = field(default_factory=dict)
+    lines: list[tuple[str, int, str, str]] = field(
+        default_factory=list
+    )  # (number, depth, text, style)
+    stream: tuple[int, str] | None = None  # snapshot mode: stream summary awaiting its message
+
+    # -- helpers ---------------------------------------------------------------------------
+    def cid(self, raw: str) -> str:
+        if not self.snapshot:
+            return raw
+        if raw not in self.ids:
+            self.ids[raw] = f"call#{len(self.ids) + 1}"
+        return self.ids[raw]
+
+    def norm(self, text: str) -> str:
+        if not self.snapshot:
+            return text
+        for raw, alias in self.ids.items():
+            if len(raw) >= 4:
+                text = text.replace(raw, alias)
+        for pattern, repl in _PATTERNS:
+            text = pattern.sub(repl, text)
+        return text
+
+    def q(self, text: str, limit: int) -> str:
+        text = self.norm(text)
+        if len(text) > limit:
+            text = f"{text[:limit]}…(+{len(text) - limit} chars)"
+        return json.dumps(text, ensure_ascii=False)
+
+    def args(self, args: Any, limit: int = 200) -> str:
+        try:
+            text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)
+        except Exception:
+            text = repr(args)
+        text = self.norm(text)
+        return text if len(text) <= limit else f"{text[:limit]}…(+{len(text) - limit} chars)"
+
+    def add(self, number: str, depth: int, text: str, style: str = "") -> None:
+        self.lines.append((number, depth, text, style))
+
+    def user_kind(self, message: UserMessage) -> str:
+        t = self.trace
+        if t.prompts is not None and any(p is message for p in t.prompts):
+            return "prompt"
+        if t.schedule is not None:
+            kind = t.schedule.kind_of(message)
+            if kind is not None:
+                return kind
+        return "user"
+
+    def content(self, blocks: Any, limit: int) -> str:
+        if isinstance(blocks, str):
+            return self.q(blocks, limit)
+        parts: list[str] = []
+        for b in blocks:
+            if isinstance(b, TextContent):
+                parts.append(self.q(b.text, limit))
+            elif isinstance(b, ImageContent):
+                parts.append(f"<image {b.mime_type} {len(b.data_b64)} b64 chars>")
+        return " + ".join(parts) if parts else '""'
+
+    def describe_message(self, message: Message) -> tuple[str, list[str]]:
+        """A headline and (for assistant messages) one sub-line per content block."""
+        limit = SNAPSHOT_TEXT_LIMIT if self.snapshot else TIMELINE_TEXT_LIMIT
+        if isinstance(message, UserMessage):
+            return f"{self.user_kind(message)} {self.content(message.content, limit)}", []
+        if isinstance(message, ToolResultMessage):
+            return "result " + self.result_text(message), []
+        assert isinstance(message, AssistantMessage)
+        head = f"assistant stop={message.stop_reason}"
+        if message.error_message is not None:
+            head += f" error={self.q(message.error_message, limit)}"
+        if message.error_status is not None:
+            head += f" status={message.error_status}"
+        if message.error_retryable is not None:
+            head += f" retryable={message.error_retryable}"
+        if message.error_retry_after_s is not None:
+            head += f" retry_after_s={message.error_retry_after_s:g}"
+        if not self.snapshot:
+            u = message.usage
+            if u.input_tokens or u.output_tokens:
+                head += f" usage={u.input_tokens}/{u.output_tokens}"
+        subs: list[str] = []
+        for b in message.content:
+            if isinstance(b, TextContent):
+                subs.append(f"text {self.q(b.text, limit)}")
+            elif isinstance(b, ThinkingContent):
+                extra = " redacted" if b.redacted else ""
+                if b.signature:
+                    extra += " signed" if self.snapshot else f" signature={b.signature[:16]}…"
+                subs.append(f"thinking{extra} {self.q(b.thinking, limit)}")
+            elif isinstance(b, ToolCall):
+                line = f"call {self.cid(b.id)} {b.name} {self.args(b.arguments)}"
+                if b.raw_arguments is not None:
+                    line += f" raw={self.q(b.raw_arguments, 120)}"
+                subs.append(line)
+        return head, subs
+
+    def result_text(self, r: ToolResultMessage) -> str:
+        status = "SKIPPED" if r.skipped else "error" if r.is_error else "ok"
+        limit = SNAPSHOT_RESULT_LIMIT if self.snapshot else TIMELINE_TEXT_LIMIT
+        return f"{self.cid(r.tool_call_id)} {r.tool_name} {status} {self.content(r.content, limit)}"
+
+    def flush_stream(self) -> None:
+        if self.stream is not None:
+            self.add("", self.stream[0], self.stream[1], "dim")
+            self.stream = None
+
+    # -- walking the events ----------------------------------------------------------------
+    def run(self) -> list[tuple[str, int, str, str]]:
+        events = self.trace.events
+        depth = 0
+        round_no = -1
+        i = 0
+        while i < len(events):
+            e = events[i]
+            num = f"#{i}"
+            if isinstance(e, AgentStart):
+                depth = 0
+                self.add(num, 0, "agent_start", "bold")
+            elif isinstance(e, TurnStart):
+                round_no += 1
+                self.add(num, 0, f"turn_start round {round_no}", "bold cyan")
+                depth = 1
+            elif isinstance(e, TurnEnd):
+                n = len(e.tool_results)
+                self.add(num, depth, f"turn_end {n} result{'s' if n != 1 else ''}", "cyan")
+                depth = 0
+            elif isinstance(e, MessageUpdate):
+                j = i
+                kinds: list[str] = []
+                while j < len(events) and isinstance(events[j], MessageUpdate):
+                    kinds.append(events[j].event.type)  # type: ignore[union-attr]
+                    j += 1
+                if self.snapshot:
+                    # Shown under the assistant message it built (after its content blocks).
+                    self.flush_stream()
+                    self.stream = (depth + 1, "stream " + _stream_summary(kinds, counts=False))
+                else:
+                    span = f"#{i}-{j - 1}" if j - 1 > i else num
+                    self.add(
+                        span,
+                        depth + 1,
+                        f"message_update x{j - i}: {_stream_summary(kinds, counts=True)}",
+                        "dim",
+                    )
+                i = j
+                continue
+            elif isinstance(e, MessageStart):
+                if not self.snapshot:
+                    self.add(num, depth, f"message_start {e.message.role}", "dim")
+            elif isinstance(e, MessageEnd):
+                m = e.message
+                if self.snapshot and isinstance(m, ToolResultMessage):
+                    pass  # shown by its tool_execution_end line
+                else:
+                    head, subs = self.describe_message(m)
+                    prefix = "" if self.snapshot else "message_end "
+                    style = (
+                        "red"
+                        if isinstance(m, AssistantMessage) and m.error_message
+                        else ("green" if isinstance(m, UserMessage) else "")
+                    )
+                    self.add(num, depth, prefix + head, style)
+                    for s in subs:
+                        self.add("", depth + 1, s, "")
+                    if isinstance(m, AssistantMessage):
+                        self.flush_stream()
+            elif isinstance(e, ToolExecutionStart):
+                self.add(
+                    num,
+                    depth,
+                    f"tool_execution_start {self.cid(e.tool_call_id)} {e.tool_name} "
+                    f"{self.args(e.args)}",
+                    "yellow",
+                )
+            elif isinstance(e, ToolExecutionUpdate):
+                self.add(
+                    num,
+                    depth + 1,
+                    f"tool_execution_update {self.cid(e.tool_call_id)} {self.args(e.partial, 120)}",
+                    "dim",
+                )
+            elif isinstance(e, ToolExecutionEnd):
+                text = self.result_text(e.result)
+                if e.tool_call_id != e.result.tool_call_id:
+                    text += f" (event id {self.cid(e.tool_call_id)})"
+                if e.is_error != e.result.is_error:
+                    text += f" (event is_error={e.is_error})"
+                style = "magenta" if e.result.skipped else "red" if e.is_error else "yellow"
+                self.add(num, depth, "tool_execution_end " + text, style)
+            elif isinstance(e, AgentEnd):
+                depth = 0
+                self.add(
+                    num,
+                    0,
+                    f"agent_end termination={e.termination} model_calls={e.model_calls} "
+                    f"messages={len(e.messages)} undelivered={len(e.undelivered)}",
+                    "bold",
+                )
+                for u in e.undelivered:
+                    self.add(
+                        "", 1, f"undelivered {self.content(u.content, TIMELINE_TEXT_LIMIT)}", "red"
+                    )
+            else:  # pragma: no cover - an event type this renderer does not know
+                self.add(num, depth, f"{getattr(e, 'type', type(e).__name__)}", "")
+            i += 1
+        self.flush_stream()
+        return self.lines
+
+
+def _stream_summary(kinds: list[str], *, counts: bool) -> str:
+    """``start text toolcall done`` (block kinds, stable under re-chunking), or with ``counts``
+    every event type with repeat counts (``text_deltax3``)."""
+    out: list[str] = []
+    if counts:
+        for k in kinds:
+            if out and out[-1].split("x")[0] == k:
+                base, _, n = out[-1].partition("x")
+                out[-1] = f"{base}x{int(n or 1) + 1}"
+            else:
+                out.append(k)
+        return " ".join(out)
+    for k in kinds:
+        if k.endswith("_start") and k != "start":
+            out.append(k[: -len("_start")])
+        elif k in ("start", "done", "error"):
+            out.append(k)
+    return " ".join(out)
+
+
+def _plain(lines: list[tuple[str, int, str, str]], numbered: bool) -> str:
+    width = max((len(n) for n, *_ in lines), default=0) if numbered else 0
+    out = []
+    for number, depth, text, _style in lines:
+        pad = "  " * depth
+        out.append(f"{number.ljust(width)}  {pad}{text}" if numbered else f"{pad}{text}")
+    return "\n".join(out)
+
+
+def _rich(lines: list[tuple[str, int, str, str]]) -> str:
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(force_terminal=True, color_system="standard", width=200, highlight=False)
+    width = max((len(n) for n, *_ in lines), default=0)
+    with console.capture() as capture:
+        for number, depth, text, style in lines:
+            row = Text(number.ljust(width) + "  ", style="dim")
+            row.append("  " * depth + text, style=style or None)
+            console.print(row, soft_wrap=True)
+    return capture.get().rstrip("\n")
+
+
+def render_timeline(trace: LoopTrace, *, color: bool = False) -> str:
+    """A numbered, human-readable timeline of ``trace`` (rich-coloured with ``color=True``)."""
+    lines = _Renderer(trace, snapshot=False).run()
+    if color:
+        try:
+            return _rich(lines)
+        except ImportError:
+            pass
+    return _plain(lines, numbered=True)
+
+
+def render_snapshot(trace: LoopTrace) -> str:
+    """The stable, normalised text form of ``trace`` used for snapshots."""
+    r = _Renderer(trace, snapshot=True)
+    lines = r.run()
+    header = [f"# openprogram trace v1: cap={trace.cap} steering_mode={trace.steering_mode}"]
+    if trace.schedule is not None and trace.schedule.pending:
+        header.extend(
+            f"# pending schedule entry: {r.norm(e.describe())}" for e in trace.schedule.pending
+        )
+    return "\n".join([*header, _plain(lines, numbered=False)]) + "\n"
+
+
+def want_color() -> bool:
+    """Colour for failure messages only on a real terminal and unless ``NO_COLOR`` is set
+    (``FORCE_COLOR`` forces it)."""
+    import os
+    import sys
+
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    stream = sys.__stdout__
+    return bool(stream is not None and stream.isatty() and os.environ.get("TERM") != "dumb")
+
+
+__all__ = ["render_snapshot", "render_timeline", "want_color"]

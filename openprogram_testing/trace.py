@@ -1,0 +1,307 @@
+"""Loop traces: run a loop and keep everything it did (SPEC §9.5).
+
+``run_loop`` drives the real ``agent_loop`` with any provider (scripted, an emulator-backed
+adapter, a cassette-backed adapter) and returns a ``LoopTrace``: every event in order, the run
+result (messages, termination, model calls, undelivered messages), the requests a
+``ScriptedProvider`` received during the run and the steering schedule used.  Assertions
+(``openprogram_testing.assertions``) and snapshots (``openprogram_testing.snapshot``) work on it.
+
+    trace = await run_loop(provider, "add 1 and 2", tools=[add])
+    assert trace.termination == "completed"
+    print(render_timeline(trace))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram.cancel import CancelToken
+from openprogram.events import AgentEnd, AgentEvent, MessageEnd
+from openprogram.loop import (
+    AgentContext,
+    LoopConfig,
+    SteeringMode,
+    agent_loop,
+    agent_loop_continue,
+    effective_cap,
+)
+from openprogram.providers.base import Provider, ToolChoice
+from openprogram.tools import normalize_tools
+from openprogram.types import (
+    AssistantMessage,
+    Message,
+    Termination,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+from .render import render_snapshot, render_timeline
+from .scripted import ModelRequest
+from .steering import Delivery, SteeringSchedule
+
+
+@dataclass
+class LoopTrace:
+    """Everything one loop run did.
+
+    ``messages`` are the run's new messages (prompts included), as carried by ``agent_end``.
+    ``requests`` is what a provider with a ``requests`` list (``ScriptedProvider``) received
+    during this run, else ``None``.  ``prompts`` and ``tool_names`` (when known) let the
+    invariant checks tell prompts from steering and unknown tools from failing ones.
+    """
+
+    events: list[AgentEvent]
+    messages: list[Message]
+    termination: Termination
+    model_calls: int
+    cap: int = 50
+    undelivered: list[UserMessage] = field(default_factory=list)
+    steering_mode: str = "skip"
+    requests: list[ModelRequest] | None = None
+    schedule: SteeringSchedule | None = None
+    prompts: list[UserMessage] | None = None
+    tool_names: list[str] | None = None
+    system_prompt: str | None = None
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_events(
+        cls,
+        events: Sequence[AgentEvent],
+        *,
+        cap: int = 50,
+        steering_mode: str = "skip",
+        schedule: SteeringSchedule | None = None,
+        prompts: Sequence[UserMessage] | None = None,
+        tool_names: Sequence[str] | None = None,
+        requests: list[ModelRequest] | None = None,
+    ) -> LoopTrace:
+        """Build a trace from an event list (a recorded run, or a hand-built one in tests).  The
+        result fields come from the last ``agent_end``; without one, from the ``message_end``
+        events (termination ``"error"``, since a run without ``agent_end`` did not end properly)."""
+        events = list(events)
+        end = next((e for e in reversed(events) if isinstance(e, AgentEnd)), None)
+        if end is not None:
+            messages = list(end.messages)
+            termination: Termination = end.termination
+            model_calls = end.model_calls
+            undelivered = list(end.undelivered)
+        else:
+            messages = [e.message for e in events if isinstance(e, MessageEnd)]
+            termination = "error"
+            model_calls = sum(1 for m in messages if isinstance(m, AssistantMessage))
+            undelivered = []
+        return cls(
+            events=events,
+            messages=messages,
+            termination=termination,
+            model_calls=model_calls,
+            cap=cap,
+            undelivered=undelivered,
+            steering_mode=steering_mode,
+            requests=requests,
+            schedule=schedule,
+            prompts=list(prompts) if prompts is not None else None,
+            tool_names=list(tool_names) if tool_names is not None else None,
+        )
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def assistant_messages(self) -> list[AssistantMessage]:
+        return [m for m in self.messages if isinstance(m, AssistantMessage)]
+
+    @property
+    def tool_results(self) -> list[ToolResultMessage]:
+        return [m for m in self.messages if isinstance(m, ToolResultMessage)]
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [c for m in self.assistant_messages for c in m.tool_calls]
+
+    @property
+    def skipped(self) -> list[ToolResultMessage]:
+        """Results of calls skipped because steering arrived mid-batch."""
+        return [r for r in self.tool_results if r.skipped]
+
+    @property
+    def user_messages(self) -> list[UserMessage]:
+        return [m for m in self.messages if isinstance(m, UserMessage)]
+
+    @property
+    def final_message(self) -> AssistantMessage | None:
+        msgs = self.assistant_messages
+        return msgs[-1] if msgs else None
+
+    @property
+    def final_text(self) -> str:
+        """The text of the last assistant message (``""`` if there is none)."""
+        final = self.final_message
+        return final.text if final is not None else ""
+
+    @property
+    def error(self) -> str | None:
+        """The error text when the run ended on an ``error``/``aborted`` message, else ``None``."""
+        final = self.final_message
+        if final is not None and final.stop_reason in ("error", "aborted"):
+            return final.error_message or final.stop_reason
+        return None
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """What the steering schedule handed to the loop (empty without a schedule)."""
+        return list(self.schedule.delivered) if self.schedule is not None else []
+
+    @property
+    def recovered_errors(self) -> list[ToolResultMessage]:
+        """Error results (not skipped) after which the model was called again."""
+        out: list[ToolResultMessage] = []
+        seen_error: list[ToolResultMessage] = []
+        for m in self.messages:
+            if isinstance(m, ToolResultMessage) and m.is_error and not m.skipped:
+                seen_error.append(m)
+            elif isinstance(m, AssistantMessage) and seen_error:
+                out.extend(seen_error)
+                seen_error = []
+        return out
+
+    def timeline(self, *, color: bool = False) -> str:
+        return render_timeline(self, color=color)
+
+    def snapshot_text(self) -> str:
+        return render_snapshot(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"LoopTrace(termination={self.termination!r}, model_calls={self.model_calls}, "
+            f"events={len(self.events)}, messages={len(self.messages)})"
+        )
+
+
+async def run_loop(
+    provider: Provider,
+    prompts: Sequence[UserMessage | str] | UserMessage | str,
+    *,
+    tools: Sequence[Any] = (),
+    schedule: SteeringSchedule | None = None,
+    system_prompt: str | None = None,
+    model: str = "test-model",
+    max_iterations: int | None = None,
+    tool_choice: ToolChoice | None = None,
+    parallel_tool_calls: bool | None = None,
+    steering_mode: SteeringMode = "skip",
+    tool_timeout_s: float | None = None,
+    cancel: CancelToken | None = None,
+    history: Sequence[Message] = (),
+) -> LoopTrace:
+    """Run ``agent_loop`` to the end and return its ``LoopTrace``.
+
+    ``history`` starts the run from earlier messages; with no prompts it resumes through
+    ``agent_loop_continue``.  Whatever the loop raises after ``agent_end`` (a hook failure, a
+    ``KeyboardInterrupt`` from a tool) is re-raised with the run's timeline attached as a note.
+    """
+    if steering_mode not in ("skip", "after_batch"):
+        raise ValueError(f"steering_mode must be 'skip' or 'after_batch', got {steering_mode!r}")
+    prompt_list = _as_prompts(prompts)
+    config = LoopConfig(
+        provider=provider,
+        model=model,
+        max_iterations=max_iterations,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel_tool_calls,
+        steering_mode=steering_mode,
+        tool_timeout_s=tool_timeout_s,
+        cancel=cancel,
+    )
+    if schedule is not None:
+        schedule.configure(config)
+    agent_tools = normalize_tools(list(tools))  # once: the loop accepts AgentTools as they are
+    context = AgentContext(system_prompt=system_prompt, messages=list(history), tools=agent_tools)
+    tool_names = [t.name for t in agent_tools]
+    recorded = getattr(provider, "requests", None)
+    start = len(recorded) if isinstance(recorded, list) else None
+
+    stream = (
+        agent_loop(prompt_list, context, config)
+        if prompt_list or not history
+        else (agent_loop_continue(context, config))
+    )
+    events: list[AgentEvent] = []
+    failure: BaseException | None = None
+    try:
+        async for event in stream:
+            events.append(event)
+            if schedule is not None:
+                schedule.observe(event)
+    except BaseException as exc:  # re-raised below, once the trace exists
+        failure = exc
+
+    requests = list(recorded[start:]) if isinstance(recorded, list) and start is not None else None
+    trace = LoopTrace.from_events(
+        events,
+        cap=effective_cap(max_iterations),
+        steering_mode=steering_mode,
+        schedule=schedule,
+        prompts=prompt_list,
+        tool_names=tool_names,
+        requests=requests,
+    )
+    trace.system_prompt = system_prompt
+    if failure is not None:
+        try:
+            failure.add_note("loop timeline:\n" + render_timeline(trace))
+        except Exception:
+            pass
+        raise failure
+    return trace
+
+
+def run_loop_sync(
+    provider: Provider,
+    prompts: Sequence[UserMessage | str] | UserMessage | str,
+    **kwargs: Any,
+) -> LoopTrace:
+    """``run_loop`` for synchronous code.  Inside a running event loop (an async test) it runs
+    the loop on a helper thread instead of failing; prefer ``await run_loop(...)`` there."""
+    try:
+        asyncio.get_running_loop()
+        in_loop = True
+    except RuntimeError:
+        in_loop = False
+    if not in_loop:
+        return asyncio.run(run_loop(provider, prompts, **kwargs))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["trace"] = asyncio.run(run_loop(provider, prompts, **kwargs))
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="openprogram-run-loop", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["trace"]  # type: ignore[no-any-return]
+
+
+def _as_prompts(prompts: Sequence[UserMessage | str] | UserMessage | str) -> list[UserMessage]:
+    if isinstance(prompts, UserMessage | str):
+        prompts = [prompts]
+    out: list[UserMessage] = []
+    for p in prompts:
+        if isinstance(p, UserMessage):
+            out.append(p)
+        elif isinstance(p, str):
+            out.append(UserMessage(content=p))
+        else:
+            raise TypeError(f"a prompt must be a str or UserMessage, got {type(p).__name__}")
+    return out
+
+
+__all__ = ["LoopTrace", "render_snapshot", "render_timeline", "run_loop", "run_loop_sync"]
