@@ -556,10 +556,11 @@ class ProviderEmulator:
         return resolved
 
     @classmethod
-    def from_cassette(cls, path: str | Any, *, strict: bool = True) -> ProviderEmulator:
+    def from_cassette(cls, path: str | Any, **kwargs: Any) -> ProviderEmulator:
         """An emulator that serves the responses of a vcrpy cassette, in recorded order (one
-        per request, whatever the request; status, headers and body as recorded, gzip undone)."""
-        return cls([_CassetteTurn(r) for r in _load_cassette(path)], strict=strict)
+        per request, whatever the request; status, headers and body as recorded, gzip undone;
+        SSE bodies frame by frame, so faults apply).  ``kwargs`` go to the constructor."""
+        return cls([_CassetteTurn(r) for r in _load_cassette(path)], **kwargs)
 
 
 # -- HTTP plumbing ----------------------------------------------------------------------------
@@ -1541,12 +1542,20 @@ def echo_responder(request: ModelRequest) -> str:
     return f"echo: {last.text}" if last is not None else "echo: (no user message)"
 
 
+def announce(emulator: ProviderEmulator, write: Callable[[str], None] = print) -> None:
+    """Print where the emulator listens (``serve``'s default ``on_ready``)."""
+    write(f"provider emulator listening on {emulator.base_url}")
+    write(f"  OpenAI base_url:    {emulator.openai_base_url}")
+    write(f"  Anthropic base_url: {emulator.anthropic_base_url}")
+    write("  press Ctrl-C to stop")
+
+
 def serve(
     turns: Iterable[TurnLike] = (),
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    on_ready: Callable[[ProviderEmulator], None] | None = None,
+    on_ready: Callable[[ProviderEmulator], None] | None = announce,
     stop_event: threading.Event | None = None,
     strict: bool = False,
     fallback: TurnLike | None = echo_responder,
@@ -1554,12 +1563,11 @@ def serve(
 ) -> ProviderEmulator:
     """Run an emulator in the foreground until ``stop_event`` is set or Ctrl-C; ``on_ready``
     gets the started emulator (its URLs).  Returns the stopped emulator (its ``requests``)."""
+    options: dict[str, Any] = {"strict": strict, "fallback": fallback, "host": host, "port": port}
     emulator = (
-        ProviderEmulator.from_cassette(cassette, strict=strict) if cassette is not None
-        else ProviderEmulator(turns, strict=strict)
+        ProviderEmulator.from_cassette(cassette, **options) if cassette is not None
+        else ProviderEmulator(turns, **options)
     )
-    emulator.fallback = fallback
-    emulator._host, emulator._port = host, port
     emulator.start()
     stop = stop_event or threading.Event()
     try:
@@ -1587,14 +1595,9 @@ def main_emulator(
     """The ``openprogram-testing emulator`` command: serve ``replies`` (text turns, in order) or a
     cassette, then echo replies; print the base URLs; stop on Ctrl-C.  Returns an exit code."""
 
-    def ready(emu: ProviderEmulator) -> None:
-        write(f"provider emulator listening on {emu.base_url}")
-        write(f"  OpenAI base_url:    {emu.openai_base_url}")
-        write(f"  Anthropic base_url: {emu.anthropic_base_url}")
-        write("  press Ctrl-C to stop")
-
     try:
-        emu = serve(list(replies), host=host, port=port, on_ready=ready, stop_event=stop_event,
+        emu = serve(list(replies), host=host, port=port,
+                    on_ready=lambda e: announce(e, write), stop_event=stop_event,
                     fallback=echo_responder if echo else None, cassette=cassette)
     except (OSError, ValueError) as exc:
         write(f"error: {exc}")
@@ -1609,6 +1612,7 @@ __all__ = [
     "EmulatorRequest",
     "Fault",
     "ProviderEmulator",
+    "announce",
     "echo_responder",
     "main_emulator",
     "serve",
