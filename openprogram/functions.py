@@ -283,16 +283,17 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     import docstring_parser
 
     first = doc.strip().split("\n\n", 1)[0]
-    parsed = docstring_parser.parse(doc)
+    first_line = first.strip().splitlines()[0] if first.strip() else ""
+    starts_with_section = first_line.endswith(":") and first_line[:-1].lower() in _SECTIONS
+    # docstring_parser reads a leading section header as the summary: give it a placeholder.
+    parsed = docstring_parser.parse("_\n\n" + doc if starts_with_section else doc)
     args = {
         p.arg_name: " ".join(p.description.split())
         for p in parsed.params
-        if p.args
-        and p.args[0] in ("param", "parameter", "arg", "argument", "key", "keyword")
+        if p.args and p.args[0] in ("param", "parameter", "arg", "argument", "key", "keyword")
         and p.description
     }
-    first_line = first.lstrip().splitlines()[0] if first.strip() else ""
-    if first_line.rstrip().endswith(":") and first_line.strip().rstrip(":").lower() in _SECTIONS:
+    if starts_with_section:
         return "", args
     return " ".join(first.split()), args
 
