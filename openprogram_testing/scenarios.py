@@ -1209,7 +1209,7 @@ def check_expectations(scenario: Scenario, trace: Any) -> list[str]:
         out.extend(_check_tool_results(exp.tool_results, list(trace.tool_results)))
     final = trace.final_text
     if exp.final_text is not None and final != exp.final_text:
-        out.append(f"expect.final_text: expected {exp.final_text!r}, got {final!r}")
+        out.append(_text_mismatch("expect.final_text", exp.final_text, final))
     if exp.final_text_matches is not None and not re.search(exp.final_text_matches, final or ""):
         out.append(
             f"expect.final_text_matches: {exp.final_text_matches!r} does not match {final!r}"
@@ -1264,10 +1264,16 @@ def _check_tool_results(expected: list[ToolResultExpect], results: list[Any]) ->
         if want.skipped is not None and got.skipped != want.skipped:
             out.append(f"{where}.skipped: expected {want.skipped}, got {got.skipped}")
         if want.text is not None and got.text != want.text:
-            out.append(f"{where}.text: expected {want.text!r}, got {got.text!r}")
+            out.append(_text_mismatch(f"{where}.text", want.text, got.text))
         if want.text_matches is not None and not re.search(want.text_matches, got.text):
             out.append(f"{where}.text_matches: {want.text_matches!r} does not match {got.text!r}")
     return out
+
+
+def _text_mismatch(where: str, expected: str, got: str) -> str:
+    if "\n" not in expected and "\n" not in got:
+        return f"{where}: expected {expected!r}, got {got!r}"
+    return f"{where}: the text differs\n" + _diff(expected.splitlines(), got.splitlines())
 
 
 def _diff(expected: list[str], got: list[str]) -> str:
