@@ -33,6 +33,8 @@ from .base import (
 
 STREAM_ENDED = "stream ended without a final event"
 
+Events = list[AssistantMessageEvent]
+
 _ERROR_TYPE_STATUS = {
     # Anthropic/OpenAI error types that can arrive inside a 200 stream.
     "invalid_request_error": 400,
@@ -85,7 +87,7 @@ class StreamParser:
         self.b = builder
         self.finished = False
 
-    def feed(self, data: dict[str, Any]) -> list[AssistantMessageEvent]:
+    def feed(self, data: dict[str, Any]) -> Events:
         raise NotImplementedError
 
     def finish(self) -> list[AssistantMessageEvent]:
@@ -147,7 +149,7 @@ class SDKProvider:
     def _parser(self, builder: MessageBuilder) -> StreamParser:
         raise NotImplementedError
 
-    def _convert(self, builder: MessageBuilder, data: dict[str, Any]) -> list[AssistantMessageEvent]:
+    def _convert(self, builder: MessageBuilder, data: dict[str, Any]) -> Events:
         raise NotImplementedError
 
     def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
@@ -186,39 +188,41 @@ class SDKProvider:
         pump = asyncio.ensure_future(self._pump(client, params, queue))
         waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
         parser = self._parser(builder) if self.streaming else None
+        terminal: AssistantMessageEvent | None = None
         try:
-            while True:
+            while terminal is None:
                 kind, value = await self._next(queue, waiter)
                 if kind == "exc":
-                    yield self._error_event(builder, value)
-                    return
-                if kind == "end":
-                    if parser is not None and not parser.finished:
-                        for event in parser.finish():
-                            yield event
-                    elif parser is None:
-                        yield builder.error(STREAM_ENDED, retryable=True)
-                    return
-                data = as_dict(value)
-                if parser is None:
-                    for event in self._convert(builder, data):
+                    terminal = self._error_event(builder, value)
+                elif kind == "end":
+                    if parser is not None:
+                        events = parser.finish()
+                    else:
+                        events = [builder.error(STREAM_ENDED, retryable=True)]
+                    *rest, terminal = events
+                    for event in rest:
                         yield event
-                    return
-                for event in parser.feed(data):
-                    yield event
-                if parser.finished:
-                    return
+                else:
+                    data = as_dict(value)
+                    events = self._convert(builder, data) if parser is None else parser.feed(data)
+                    for event in events:
+                        if event.is_terminal:
+                            terminal = event
+                            break
+                        yield event
         except _Aborted:
-            yield builder.aborted()
+            terminal = builder.aborted()
         except Exception as exc:  # a parser tripping over an unexpected shape
-            yield self._error_event(builder, exc)
+            terminal = self._error_event(builder, exc)
         finally:
+            # Close the HTTP stream *before* handing out the terminal event: a consumer that
+            # stops iterating at the terminal event must not leave the connection open.
             if waiter is not None:
                 waiter.cancel()
             if not pump.done():
                 pump.cancel()
-            with contextlib.suppress(BaseException):
-                await pump
+            await _settle(pump)
+        yield terminal
 
     async def _next(
         self, queue: asyncio.Queue[tuple[str, Any]], waiter: asyncio.Future[None] | None
@@ -288,6 +292,18 @@ class SDKProvider:
         if isinstance(exc, json.JSONDecodeError):
             return builder.error(f"malformed stream frame: {exc}", retryable=True)
         return builder.error(f"{type(exc).__name__}: {error_text(exc)}")
+
+
+async def _settle(pump: asyncio.Future[None]) -> None:
+    """Wait for the (cancelled) pump task; a cancellation of *our* task still propagates."""
+    try:
+        await pump
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+    except Exception:
+        pass
 
 
 def _is_httpx2(exc: BaseException, name: str) -> bool:

@@ -20,7 +20,6 @@ from ..events import AssistantMessageEvent
 from ..types import (
     AssistantMessage,
     Message,
-    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -71,7 +70,7 @@ class MessageBuilder:
     an invalid-arguments result back instead of crashing.
     """
 
-    __slots__ = ("message", "_args", "_open")
+    __slots__ = ("_args", "_open", "message")
 
     def __init__(self, model: str = "", provider: str = "", api: str = "") -> None:
         self.message = AssistantMessage(model=model, provider=provider, api=api)
@@ -235,14 +234,14 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return float(value)
     except ValueError:
         pass
-    from email.utils import parsedate_to_datetime
     import datetime as _dt
+    from email.utils import parsedate_to_datetime
 
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    delta = (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds()
+    delta = (when - _dt.datetime.now(_dt.UTC)).total_seconds()
     return max(0.0, delta)
 
 

@@ -32,7 +32,7 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import SDKProvider, StreamParser, arguments_json, data_url, result_text
+from ._sdk import Events, SDKProvider, StreamParser, arguments_json, data_url, result_text
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason
 from .wire import tools_fragment
 
@@ -82,7 +82,7 @@ class OpenAIChatProvider(SDKProvider):
     def _parser(self, builder: MessageBuilder) -> StreamParser:
         return _ChatStreamParser(builder)
 
-    def _convert(self, builder: MessageBuilder, data: dict[str, Any]) -> list[AssistantMessageEvent]:
+    def _convert(self, builder: MessageBuilder, data: dict[str, Any]) -> Events:
         out: list[AssistantMessageEvent] = []
         choices = data.get("choices") or []
         choice = choices[0] if choices else {}
@@ -128,7 +128,7 @@ class _ChatStreamParser(StreamParser):
             out.append(self.b.thinking_end(self.thinking))
             self.thinking = None
 
-    def feed(self, data: dict[str, Any]) -> list[AssistantMessageEvent]:
+    def feed(self, data: dict[str, Any]) -> Events:
         b = self.b
         out: list[AssistantMessageEvent] = []
         if data.get("usage"):
@@ -214,8 +214,10 @@ def chat_messages(context: Context) -> list[dict[str, Any]]:
             out.append(
                 {
                     "role": "user",
-                    "content": [{"type": "text", "text": "Images returned by the tools:"}]
-                    + pending_images,
+                    "content": [
+                        {"type": "text", "text": "Images returned by the tools:"},
+                        *pending_images,
+                    ],
                 }
             )
             pending_images.clear()

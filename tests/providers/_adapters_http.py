@@ -81,3 +81,47 @@ async def collect(
 
 def types(events: list[AssistantMessageEvent]) -> list[str]:
     return [e.type for e in events]
+
+
+def chat_provider(rec: Recorder, stream: bool = True) -> Any:
+    import openai
+
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client())
+    return OpenAIChatProvider(client, stream=stream)
+
+
+def responses_provider(rec: Recorder, stream: bool = True) -> Any:
+    import openai
+
+    from openprogram.providers.openai_responses import OpenAIResponsesProvider
+
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client())
+    return OpenAIResponsesProvider(client, stream=stream)
+
+
+def anthropic_provider(rec: Recorder, stream: bool = True) -> Any:
+    import anthropic
+
+    from openprogram.providers.anthropic import AnthropicProvider
+
+    client = anthropic.AsyncAnthropic(api_key="sk-ant-test", base_url=BASE, http_client=rec.client())
+    return AnthropicProvider(client, stream=stream)
+
+
+class StallingStream(httpx2.AsyncByteStream):
+    """A response body that sends ``first`` and then hangs until closed."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+        self.closed = False
+
+    async def __aiter__(self):  # type: ignore[override]
+        import asyncio
+
+        yield self.first
+        await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        self.closed = True
