@@ -28,16 +28,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from .scenarios import (
+    SCENARIO_PATTERNS,
     Scenario,
     ScenarioError,
     ScenarioResult,
+    is_scenario_file,
     load_scenario,
     run_scenario,
     scenario_json_schema,
 )
-
-SCENARIO_PATTERNS = ("scenario_*.yaml", "scenario_*.yml", "*.scenario.yaml", "*.scenario.yml")
-"""File names collected from directories (by ``run``/``validate`` and by the pytest plugin)."""
 
 app = typer.Typer(
     name="openprogram-testing",
@@ -56,12 +55,6 @@ class UsageProblem(Exception):
 
 
 # -- discovery and filtering ------------------------------------------------------------------
-
-
-def is_scenario_file(path: Path) -> bool:
-    from fnmatch import fnmatch
-
-    return any(fnmatch(path.name, pattern) for pattern in SCENARIO_PATTERNS)
 
 
 def discover(paths: Iterable[Path]) -> list[Path]:

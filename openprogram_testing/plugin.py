@@ -11,11 +11,14 @@ import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .assertions import check_invariants
 from .scripted import ScriptedProvider
+from .steering import SteeringSchedule
+from .trace import LoopTrace, render_timeline, run_loop, run_loop_sync
 
 if TYPE_CHECKING:
     from .cassettes import CassetteSession
@@ -33,6 +36,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Cassette record mode for the `cassette` fixture (default: none = replay only, "
         "never reach the network).  Recording allows real model requests.",
     )
+    # -- harness: real-call guard, loop_runner ------------------------------------------------
+    group.addoption(
+        "--openprogram-allow-model-requests",
+        action="store_true",
+        default=None,
+        help="Allow real model API requests in every test (default: blocked by "
+        "openprogram.providers.guard; loopback servers and cassette playback always pass).",
+    )
+    group.addoption(
+        "--openprogram-no-invariants",
+        action="store_true",
+        default=None,
+        help="Do not check the loop invariants (SPEC §10) on every `loop_runner` run.",
+    )
+    parser.addini(
+        "openprogram_allow_model_requests",
+        "Allow real model API requests in every test (default: false).",
+        type="bool",
+        default=False,
+    )
+    # -- YAML scenarios ----------------------------------------------------------------------------
+    parser.addini(
+        "openprogram_scenarios",
+        "Extra glob patterns of YAML scenario files to collect as tests (besides "
+        "scenario_*.yaml and *.scenario.yaml).",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "openprogram_check_invariants",
+        "Check the loop invariants on every `loop_runner` run (default: true).",
+        type="bool",
+        default=True,
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,6 +78,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "op_cassette(name=None, *, match_body=False, allow_unplayed=False, mutations=()): "
         "the cassette the `cassette` fixture replays (default: cassettes/<module>/<test>.yaml)",
+    )
+    # -- harness markers ---------------------------------------------------------------------------
+    config.addinivalue_line(
+        "markers",
+        "allow_model_requests: let this test make real model API requests (the real-call guard "
+        "blocks them by default)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "op_no_invariants: `loop_runner` does not check the loop invariants in this test",
     )
 
 
@@ -101,3 +148,196 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
 
             stack.enter_context(guard.allow_model_requests(True))
         yield stack.enter_context(use_cassette(_cassette_path(request, name), **kwargs))
+
+
+# -- harness: real-call guard, steering, loop_runner, trace_snapshot ------------------------------
+
+
+def _requests_allowed(request: pytest.FixtureRequest) -> bool:
+    if request.node.get_closest_marker("allow_model_requests") is not None:
+        return True
+    if request.config.getoption("--openprogram-allow-model-requests", default=None):
+        return True
+    return bool(request.config.getini("openprogram_allow_model_requests"))
+
+
+@pytest.fixture(autouse=True)
+def _openprogram_model_request_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Block real model API requests in every test (loopback and cassette playback still pass):
+    a test must never reach a paid API by accident.  Opt out with
+    ``@pytest.mark.allow_model_requests``, ``--openprogram-allow-model-requests`` or the ini
+    option ``openprogram_allow_model_requests = true``.  The switch is process-wide (threads
+    and event loops see it) and restored after the test."""
+    try:
+        from openprogram.providers import guard
+    except ImportError:  # an openprogram without the guard: nothing to switch
+        yield
+        return
+    previous = guard._allowed_global
+    guard.set_allow_model_requests(_requests_allowed(request))
+    try:
+        yield
+    finally:
+        guard.set_allow_model_requests(previous)
+
+
+@pytest.fixture
+def steering() -> SteeringSchedule:
+    """A fresh ``SteeringSchedule``.  ``loop_runner`` uses it automatically when the test
+    requests both fixtures."""
+    return SteeringSchedule()
+
+
+_TRACES_KEY = pytest.StashKey[list[LoopTrace]]()
+
+
+class LoopRunner:
+    """Runs loops for a test and returns their ``LoopTrace`` (the ``loop_runner`` fixture).
+
+    ``loop_runner(prompts, **run_loop_options)`` runs with the test's ``scripted_provider``
+    (and the ``steering`` schedule if the test requested it); ``loop_runner(provider, prompts,
+    ...)`` or ``provider=`` picks another provider.  ``await loop_runner.arun(...)`` is the async
+    form.  Every trace is checked against the loop invariants (``check_invariants=False``, the
+    ``op_no_invariants`` marker, ``--openprogram-no-invariants`` or the ini option
+    ``openprogram_check_invariants = false`` turn that off) and kept in ``traces``; the last one
+    is printed as a timeline when the test fails.
+    """
+
+    def __init__(self, request: pytest.FixtureRequest, check: bool) -> None:
+        self._request = request
+        self.check = check
+        self.traces: list[LoopTrace] = []
+
+    @property
+    def last(self) -> LoopTrace | None:
+        return self.traces[-1] if self.traces else None
+
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
+        check = kwargs.pop("check_invariants", self.check)
+        provider = kwargs.pop("provider", None)
+        if len(args) == 2:
+            if provider is not None:
+                raise TypeError("loop_runner: provider given both positionally and as provider=")
+            provider, prompts = args
+        elif len(args) == 1:
+            (prompts,) = args
+        else:
+            raise TypeError(
+                "use loop_runner(prompts, **options) or loop_runner(provider, prompts, **options)"
+            )
+        if provider is None:
+            provider = self._request.getfixturevalue("scripted_provider")
+        if "schedule" not in kwargs and "steering" in self._request.fixturenames:
+            kwargs["schedule"] = self._request.getfixturevalue("steering")
+        return provider, prompts, bool(check)
+
+    def _finish(self, trace: LoopTrace, check: bool) -> LoopTrace:
+        self.traces.append(trace)
+        if check:
+            check_invariants(trace)
+        return trace
+
+    def __call__(self, *args: Any, **kwargs: Any) -> LoopTrace:
+        provider, prompts, check = self._prepare(args, kwargs)
+        return self._finish(run_loop_sync(provider, prompts, **kwargs), check)
+
+    async def arun(self, *args: Any, **kwargs: Any) -> LoopTrace:
+        provider, prompts, check = self._prepare(args, kwargs)
+        return self._finish(await run_loop(provider, prompts, **kwargs), check)
+
+
+@pytest.fixture
+def loop_runner(request: pytest.FixtureRequest) -> LoopRunner:
+    """Run a loop and get its ``LoopTrace`` (see ``LoopRunner``); invariants are checked."""
+    check = (
+        request.node.get_closest_marker("op_no_invariants") is None
+        and not request.config.getoption("--openprogram-no-invariants", default=None)
+        and bool(request.config.getini("openprogram_check_invariants"))
+    )
+    runner = LoopRunner(request, check)
+    request.node.stash[_TRACES_KEY] = runner.traces
+    return runner
+
+
+@pytest.fixture
+def trace_snapshot(snapshot: Any) -> Any:
+    """syrupy's ``snapshot`` storing traces as text (``TraceSnapshotExtension``: one
+    ``__snapshots__/<module>/<test>.trace.txt`` file per snapshot):
+    ``assert trace_snapshot == trace``.  Update with ``--snapshot-update``."""
+    from .snapshot import TraceSnapshotExtension
+
+    return snapshot.use_extension(TraceSnapshotExtension)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """When a test that ran loops fails, show the last run's timeline in the report."""
+    report = yield
+    if report.failed and call.when == "call":
+        traces = item.stash.get(_TRACES_KEY, None)
+        if traces:
+            title = "openprogram loop timeline (last run)"
+            report.sections.append((title, render_timeline(traces[-1])))
+    return report
+
+
+# -- YAML scenarios: scenario_*.yaml / *.scenario.yaml files become test items --------------------
+
+
+class ScenarioFailure(AssertionError):
+    """A scenario failed (or its file is invalid); the message is the whole readable report."""
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect YAML scenario files: ``scenario_*.yaml``, ``*.scenario.yaml`` (``.yml`` too) and
+    whatever the ``openprogram_scenarios`` ini option's globs match."""
+    if file_path.suffix not in (".yaml", ".yml") or "__snapshots__" in file_path.parts:
+        return None
+    from .scenarios import is_scenario_file
+
+    extra = parent.config.getini("openprogram_scenarios")
+    if not is_scenario_file(file_path, tuple(extra)):
+        return None
+    return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class ScenarioFile(pytest.File):
+    """One scenario file: one test item (an invalid file becomes a failing item whose message
+    is the loader's ``file:line:column`` report)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .scenarios import ScenarioError, load_scenario, scenario_stem
+
+        try:
+            scenario = load_scenario(self.path)
+        except ScenarioError as exc:
+            yield ScenarioItem.from_parent(
+                self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)
+            )
+            return
+        yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, scenario: Any, load_error: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.load_error = load_error
+
+    def runtest(self) -> None:
+        if self.load_error is not None:
+            raise ScenarioFailure(f"invalid scenario file:\n{self.load_error}")
+        from .scenarios import run_scenario
+
+        update = bool(self.config.getoption("update_snapshots", default=False))
+        result = run_scenario(self.scenario, update_snapshots=update)
+        if not result.passed:
+            raise ScenarioFailure(result.failure_text)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ScenarioFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"scenario: {self.name}"

@@ -29,6 +29,21 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 SCHEMA_VERSION = 1
 
+SCENARIO_PATTERNS = ("scenario_*.yaml", "scenario_*.yml", "*.scenario.yaml", "*.scenario.yml")
+"""File names collected as scenarios from directories (CLI ``run``/``validate``, pytest)."""
+
+
+def is_scenario_file(path: Path, extra_globs: tuple[str, ...] | list[str] = ()) -> bool:
+    """Does ``path`` follow the naming convention (or match one of ``extra_globs``, tried
+    against the file name and the full path)?"""
+    from fnmatch import fnmatch
+
+    if any(fnmatch(path.name, pattern) for pattern in SCENARIO_PATTERNS):
+        return True
+    full = path.as_posix()
+    return any(fnmatch(path.name, g) or fnmatch(full, g) or fnmatch(full, "*/" + g)
+               for g in extra_globs)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -1331,6 +1346,7 @@ _MODEL_NAMES = {
 
 
 __all__ = [
+    "SCENARIO_PATTERNS",
     "SCHEMA_VERSION",
     "CallDef",
     "CallPosition",
@@ -1354,6 +1370,7 @@ __all__ = [
     "build_schedule",
     "check_expectations",
     "event_tokens",
+    "is_scenario_file",
     "load_scenario",
     "parse_scenario",
     "run_scenario",
