@@ -1,0 +1,138 @@
+"""``python -m bench``: run the workloads, print the table, write the results file."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import extras, fresh, report, workloads
+from .common import BenchError
+from .frameworks import ALL, FLOOR, OURS, PEERS, load_many
+
+DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
+SMOKE_OUTPUT = Path(__file__).resolve().parent / "results" / "smoke.json"
+ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "import")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark the openprogram loop against a bare-Python floor and peer "
+        "frameworks (pydantic-ai, openai-agents, LangGraph; install with pip install -e '.[bench]').",
+    )
+    p.add_argument("--smoke", action="store_true",
+                   help="tiny counts, no peers: checks the benchmark itself runs (CI)")
+    p.add_argument("--frameworks", default=None,
+                   help=f"comma-separated subset of {','.join(ALL)} (default: all installed)")
+    p.add_argument("--no-peers", action="store_true", help="only the floor and openprogram")
+    p.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
+                   help=f"comma-separated subset of {','.join(ALL_WORKLOADS)}")
+    p.add_argument("--samples", type=int, default=None, help="samples per framework (W1, W2)")
+    p.add_argument("--output", type=Path, default=None,
+                   help=f"results JSON (default {DEFAULT_OUTPUT.relative_to(Path.cwd()) if DEFAULT_OUTPUT.is_relative_to(Path.cwd()) else DEFAULT_OUTPUT})")
+    p.add_argument("--no-subprocess", action="store_true",
+                   help="skip the fresh-interpreter measurements (import time, peak RSS)")
+    p.add_argument("--quiet", action="store_true", help="do not print the table")
+    return p
+
+
+def _machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform()}
+
+
+def _split(value: str, allowed: Sequence[str], what: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    bad = [v for v in items if v not in allowed]
+    if bad:
+        raise SystemExit(f"unknown {what}: {', '.join(bad)} (choose from {', '.join(allowed)})")
+    return items
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    cfg = workloads.SMOKE if args.smoke else workloads.FULL
+    if args.samples is not None:
+        cfg.samples = max(1, args.samples)
+    if args.no_subprocess:
+        cfg.subprocesses = False
+    if args.frameworks:
+        names = _split(args.frameworks, ALL, "framework")
+    elif args.smoke or args.no_peers:
+        names = [FLOOR, OURS]
+    else:
+        names = list(ALL)
+    wanted = _split(args.workloads, ALL_WORKLOADS, "workload")
+    frameworks, skipped = load_many(names)
+    loaded = [fw.name for fw in frameworks]
+
+    results: dict[str, Any] = {
+        "meta": {
+            "mode": "smoke" if args.smoke else "full",
+            "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "machine": _machine(),
+            "python": f"{platform.python_implementation()} {platform.python_version()}",
+            "versions": {fw.name: fw.version() for fw in frameworks},
+            "settings": cfg.as_dict(),
+            "skipped": skipped,
+        },
+        "workloads": {},
+        "pending": {},
+    }
+    wl = results["workloads"]
+
+    def put(key: str, rows: dict[str, Any]) -> None:
+        title, unit, lower = report.WORKLOADS[key]
+        wl[key] = {"title": title, "unit": unit, "lower_is_better": lower, "results": rows}
+
+    if "W1" in wanted:
+        put("W1", await workloads.w1(frameworks, cfg))
+    if "W2" in wanted:
+        put("W2", await workloads.w2(frameworks, cfg))
+    if "W3" in wanted:
+        put("W3", await workloads.w3(frameworks, cfg))
+        if cfg.subprocesses:
+            put("W3-RSS", fresh.peak_rss(loaded, cfg.w3_runs, cfg.w3_tool_rounds))
+    for key in ("W4", "W5", "W6"):
+        if key in wanted:
+            rows, pending = await extras.run(key, cfg)
+            if rows:
+                put(key, rows)
+            if pending:
+                results["pending"][key] = pending
+    if "import" in wanted and cfg.subprocesses:
+        names_i = ["openprogram", "openprogram_testing", *[p for p in PEERS if p in loaded]]
+        put("import", fresh.import_times(names_i, cfg.import_repeats))
+
+    report.add_ratios(results)
+    report.check_targets(results)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        results = asyncio.run(run(args))
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    output = args.output or (SMOKE_OUTPUT if args.smoke else DEFAULT_OUTPUT)
+    report.write_json(results, output)
+    if not args.quiet:
+        report.print_report(results)
+        print(f"results written to {output}")
+    return 0

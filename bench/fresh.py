@@ -1,0 +1,76 @@
+"""Measurements in fresh interpreters: import time and peak RSS."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import BenchError, summarize
+from .frameworks import MODULES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_IMPORT_CODE = """
+import json, sys, time
+t = time.perf_counter()
+import {module}
+ms = (time.perf_counter() - t) * 1000
+print(json.dumps({{"ms": ms, "sdks": sorted(m for m in ("openai", "anthropic") if m in sys.modules)}}))
+"""
+
+IMPORTS = {
+    "openprogram": "openprogram",
+    "openprogram_testing": "openprogram_testing",
+    "pydantic-ai": "pydantic_ai",
+    "openai-agents": "agents",
+    "langgraph": "langgraph.prebuilt",
+}
+"""What ``import`` is timed for each row: ours, then the peers' top-level packages."""
+
+
+def _python(args: list[str], timeout: float = 300) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+    if proc.returncode != 0:
+        raise BenchError(f"{' '.join(args[:3])} failed:\n{proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def import_times(names: list[str], repeats: int) -> dict[str, Any]:
+    """Median/min/max ms to import each package in a fresh interpreter (``-I``; one discarded
+    warm-up start compiles bytecode).  Fails if ``import openprogram`` pulls in a provider SDK."""
+    out: dict[str, Any] = {}
+    for name in names:
+        module = IMPORTS[name]
+        code = _IMPORT_CODE.format(module=module)
+        _python(["-I", "-c", code])
+        runs = [_python(["-I", "-c", code]) for _ in range(repeats)]
+        sdks = sorted({s for r in runs for s in r["sdks"]})
+        if name == "openprogram" and sdks:
+            raise BenchError(f"import openprogram imported provider SDKs: {', '.join(sdks)}")
+        out[name] = {**summarize([r["ms"] for r in runs]).as_dict(), "sdks_imported": sdks}
+    return out
+
+
+def peak_rss(names: list[str], runs: int, tool_rounds: int) -> dict[str, Any]:
+    """Peak RSS (MiB) of a fresh interpreter that imported one configuration and ran ``runs``
+    short runs; also the peak right after the import, to separate import cost from run cost."""
+    out: dict[str, Any] = {}
+    for name in names:
+        if name not in MODULES:
+            raise ValueError(name)
+        r = _python(["-m", "bench._child", "rss", name, str(runs), str(tool_rounds)])
+        out[name] = {
+            "median": r["peak_kib"] / 1024,
+            "min": r["peak_kib"] / 1024,
+            "max": r["peak_kib"] / 1024,
+            "n": 1,
+            "after_import": r["import_peak_kib"] / 1024,
+        }
+    return out
+
+

@@ -1,0 +1,63 @@
+"""``openprogram.loop.agent_loop`` driven by ``openprogram_testing.ScriptedProvider``.
+
+As a user would run it: every event is streamed and consumed, the tool is a plain sync function
+given as a dict tool whose JSON Schema is validated on every call, and the scripted provider
+records every request (a snapshot of the history) as it does in tests.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version as _dist_version
+from typing import Any
+
+from openprogram.loop import AgentContext, LoopConfig, agent_loop
+from openprogram_testing import ModelRequest, ScriptedProvider, ScriptedTurn, call, turn
+
+from .common import FINAL_TEXT, BenchError, Script
+
+name = "openprogram"
+label = "openprogram (ours)"
+
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+
+
+def version() -> str:
+    return _dist_version("openprogram")
+
+
+def _tool(script: Script) -> dict[str, Any]:
+    def add(arguments: dict[str, Any]) -> int:
+        return script.add(arguments["a"], arguments["b"])
+
+    return {"spec": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA},
+            "execute": add}
+
+
+def _responder(script: Script) -> Any:
+    def respond(request: ModelRequest) -> ScriptedTurn:
+        calls = script.next_turn()
+        if calls is None:
+            return turn(FINAL_TEXT)
+        return turn(*(call("add", {"a": c.a, "b": c.b}, id=c.id) for c in calls))
+
+    return respond
+
+
+async def run(script: Script) -> Any:
+    respond = _responder(script)
+    provider = ScriptedProvider([respond] * (script.tool_rounds + 1))
+    context = AgentContext(messages=[], tools=[_tool(script)])
+    stream = agent_loop("go", context, LoopConfig(provider=provider, model="bench"))
+    events = 0
+    async for _ in stream:
+        events += 1
+    messages = await stream
+    provider.assert_complete()
+    if stream.termination != "completed" or events == 0:
+        raise BenchError(f"openprogram: run ended {stream.termination!r} after {events} events")
+    return messages[-1].text

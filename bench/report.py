@@ -1,0 +1,154 @@
+"""Ratios, targets, the printed table and the JSON results file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .frameworks import FLOOR, OURS, PEERS
+
+WORKLOADS: dict[str, tuple[str, str, bool]] = {
+    "W1": ("1 call/round x 50 rounds", "µs/round", True),
+    "W2": ("8 calls/round x 10 rounds", "µs/call", True),
+    "W3": ("1,000 short runs (2 tool rounds + text)", "runs/s", False),
+    "W3-RSS": ("peak RSS, fresh process, W3 runs", "MiB", True),
+    "W4": ("Runtime.exec + @agentic_function, nested exec", "µs/round", True),
+    "W5": ("cassette replay, 2-round tool loop", "ms/run", True),
+    "W6": ("hypothesis loop property suite", "examples/s", False),
+    "import": ("import time, fresh interpreter", "ms", True),
+}
+"""key → (title, unit, lower is better)."""
+
+TARGETS: list[tuple[str, str, str, float, float | None]] = [
+    # (label, workload, field, limit, aim); lower-is-better workloads compare value <= limit
+    ("W1 µs/round", "W1", "median", 100.0, 50.0),
+    ("W1 history growth (last/first 10 rounds)", "W1", "growth", 1.2, None),
+    ("W2 µs per tool call", "W2", "median", 50.0, None),
+    ("W3 runs/s", "W3", "median", 2000.0, None),
+    ("W3 peak RSS MiB", "W3-RSS", "median", 50.0, None),
+    ("import openprogram ms", "import", "median", 150.0, None),
+    ("W6 examples/s", "W6", "median", 200.0, None),
+]
+
+
+def _cost(value: float, lower_is_better: bool) -> float:
+    return value if lower_is_better else 1.0 / value if value else float("inf")
+
+
+def add_ratios(results: dict[str, Any]) -> None:
+    """Add ``x_floor`` and ``x_best_peer`` to every framework row: the cost ratio (>1 means
+    slower/heavier than the reference), from medians."""
+    for key, wl in results["workloads"].items():
+        lower = WORKLOADS.get(key, ("", "", True))[2]
+        rows = wl["results"]
+        floor = rows.get(FLOOR)
+        peers = [rows[p] for p in PEERS if p in rows]
+        best = min(peers, key=lambda r: _cost(r["median"], lower)) if peers else None
+        for row in rows.values():
+            c = _cost(row["median"], lower)
+            row["x_floor"] = c / _cost(floor["median"], lower) if floor else None
+            row["x_best_peer"] = c / _cost(best["median"], lower) if best else None
+        wl["best_peer"] = next((p for p in PEERS if p in rows and rows[p] is best), None)
+
+
+def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for label, key, field, limit, aim in TARGETS:
+        wl = results["workloads"].get(key)
+        row = wl["results"].get(OURS if key != "import" else "openprogram") if wl else None
+        if row is None:
+            reason = results.get("pending", {}).get(key, "not run")
+            out.append({"target": label, "limit": limit, "aim": aim, "value": None,
+                        "status": f"pending: {reason}"})
+            continue
+        value = row[field]["median"] if isinstance(row[field], dict) else row[field]
+        lower = WORKLOADS[key][2] if field == "median" else True
+        ok = value <= limit if lower else value >= limit
+        out.append({"target": label, "limit": limit, "aim": aim, "value": value,
+                    "status": "met" if ok else "MISSED"})
+    results["targets"] = out
+    return out
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def table_rows(results: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    order = [FLOOR, OURS, "openprogram_testing", *PEERS]
+    for key, wl in results["workloads"].items():
+        title, unit, _ = WORKLOADS.get(key, (key, "", True))
+        for name in sorted(wl["results"], key=lambda n: order.index(n) if n in order else 99):
+            r = wl["results"][name]
+            note = ""
+            if "growth" in r:
+                note = f"growth {r['growth']['median']:.2f}x"
+            elif "after_import" in r:
+                note = f"{_fmt(r['after_import'])} MiB after import"
+            elif r.get("sdks_imported"):
+                note = "imports " + ", ".join(r["sdks_imported"])
+            elif "note" in r:
+                note = r["note"]
+            rows.append([
+                f"{key} {title}", unit, name, _fmt(r["median"]),
+                f"{_fmt(r['min'])}-{_fmt(r['max'])}",
+                _fmt(r.get("x_floor")), _fmt(r.get("x_best_peer")), note,
+            ])
+    return rows
+
+
+HEADERS = ["workload", "unit", "framework", "median", "min-max", "x floor", "x best peer", "note"]
+
+
+def print_report(results: dict[str, Any]) -> None:
+    rows = table_rows(results)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # rich is optional: plain text then
+        print(" | ".join(HEADERS))
+        for r in rows:
+            print(" | ".join(r))
+        for t in results.get("targets", []):
+            print(f"target {t['target']}: {t['status']} ({_fmt(t['value'])} vs {t['limit']})")
+        return
+    console = Console(width=160)
+    table = Table(title=f"openprogram benchmarks ({results['meta']['mode']})", show_lines=False)
+    for h in HEADERS:
+        table.add_column(h, justify="right" if h not in ("workload", "framework", "note") else "left")
+    last = None
+    for r in rows:
+        if last is not None and r[0] != last:
+            table.add_section()
+        last = r[0]
+        table.add_row(*r, style="bold" if r[2] == OURS else None)
+    console.print(table)
+    targets = Table(title="targets (openprogram)")
+    for h in ("target", "limit", "value", "status"):
+        targets.add_column(h)
+    for t in results.get("targets", []):
+        style = "green" if t["status"] == "met" else "red" if t["status"] == "MISSED" else "yellow"
+        limit = _fmt(t["limit"]) + (f" (aim {_fmt(t['aim'])})" if t["aim"] else "")
+        targets.add_row(t["target"], limit, _fmt(t["value"]), t["status"], style=style)
+    console.print(targets)
+    for key, reason in results.get("pending", {}).items():
+        console.print(f"[yellow]{key} pending:[/] {reason}")
+    for name, reason in results["meta"].get("skipped", {}).items():
+        console.print(f"[yellow]{name} skipped:[/] {reason}")
+    m = results["meta"]
+    console.print(f"{m['machine']['cpu']} x {m['machine']['cores']} cores, {m['python']}")

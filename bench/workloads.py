@@ -1,0 +1,108 @@
+"""The in-process workloads W1-W3, sampled in rotation across frameworks.
+
+Rotation: each sample runs every framework once, starting one framework later each time, with a
+``gc.collect()`` before every sample, so drifting machine load and collector debt are spread over
+all frameworks instead of landing on one.  Warm-up samples run first and are discarded.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from time import perf_counter_ns
+from typing import Any, TypeVar
+
+from .common import Framework, growth_ratio, summarize, timed_run
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Settings:
+    """Workload sizes.  W1 runs 49 tool rounds + the final text = 50 model calls: the loop's hard
+    cap (SPEC: at most 50 model calls per run), so every framework runs exactly that."""
+
+    w1_tool_rounds: int = 49
+    w2_rounds: int = 10
+    w2_parallel: int = 8
+    w3_runs: int = 1000
+    w3_chunks: int = 10
+    w3_tool_rounds: int = 2
+    samples: int = 25
+    warmup: int = 3
+    import_repeats: int = 7
+    subprocesses: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+FULL = Settings()
+SMOKE = Settings(
+    w1_tool_rounds=20, w2_rounds=2, w3_runs=20, w3_chunks=2, samples=3, warmup=1, import_repeats=1
+)
+
+
+async def rotate(
+    frameworks: Sequence[Framework],
+    samples: int,
+    warmup: int,
+    one: Callable[[Framework], Awaitable[T]],
+) -> dict[str, list[T]]:
+    """``samples`` results of ``one(fw)`` per framework, in rotation, after ``warmup`` rounds."""
+    for _ in range(warmup):
+        for fw in frameworks:
+            await one(fw)
+    out: dict[str, list[T]] = {fw.name: [] for fw in frameworks}
+    n = len(frameworks)
+    for s in range(samples):
+        for fw in [*frameworks[s % n :], *frameworks[: s % n]]:
+            gc.collect()
+            out[fw.name].append(await one(fw))
+    return out
+
+
+async def w1(frameworks: Sequence[Framework], cfg: Settings) -> dict[str, Any]:
+    """One call of ``add`` per round, then the final text: µs per round and history growth."""
+    rounds = cfg.w1_tool_rounds
+
+    async def one(fw: Framework) -> tuple[float, float]:
+        proof = await timed_run(fw, rounds, 1)
+        return proof.elapsed_ns / (rounds + 1) / 1000, growth_ratio(proof.stamps)
+
+    raw = await rotate(frameworks, cfg.samples, cfg.warmup, one)
+    return {
+        name: {
+            **summarize([s[0] for s in samples]).as_dict(),
+            "growth": summarize([s[1] for s in samples]).as_dict(),
+        }
+        for name, samples in raw.items()
+    }
+
+
+async def w2(frameworks: Sequence[Framework], cfg: Settings) -> dict[str, Any]:
+    """``w2_parallel`` calls per round for ``w2_rounds`` rounds: µs per tool call."""
+    calls = cfg.w2_rounds * cfg.w2_parallel
+
+    async def one(fw: Framework) -> float:
+        proof = await timed_run(fw, cfg.w2_rounds, cfg.w2_parallel)
+        return proof.elapsed_ns / calls / 1000
+
+    raw = await rotate(frameworks, cfg.samples, cfg.warmup, one)
+    return {name: summarize(v).as_dict() for name, v in raw.items()}
+
+
+async def w3(frameworks: Sequence[Framework], cfg: Settings) -> dict[str, Any]:
+    """``w3_runs`` independent short runs (``w3_tool_rounds`` tool rounds + text), in
+    ``w3_chunks`` rotated chunks: runs per second."""
+    chunk = max(1, cfg.w3_runs // cfg.w3_chunks)
+
+    async def one(fw: Framework) -> float:
+        start = perf_counter_ns()
+        for _ in range(chunk):
+            await timed_run(fw, cfg.w3_tool_rounds, 1)
+        return chunk / ((perf_counter_ns() - start) / 1e9)
+
+    raw = await rotate(frameworks, cfg.w3_chunks, min(cfg.warmup, 1), one)
+    return {name: summarize(v).as_dict() for name, v in raw.items()}
