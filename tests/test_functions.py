@@ -54,7 +54,7 @@ def f_plain(a: int, b: str) -> None: ...
 def f_defaults(n: int = 3, name: str = "x", flag: bool = False) -> None: ...
 
 
-def f_optional(limit: Optional[int] = None, tag: str | None = None) -> None: ...
+def f_optional(limit: Optional[int] = None, tag: str | None = None) -> None: ...  # noqa: UP045
 
 
 def f_union(value: int | str) -> None: ...
@@ -278,7 +278,7 @@ def test_agent_tool_is_compiled_once():
 
 def test_pydantic_validation_coerces_and_reports_paths():
     @function(registry=Registry())
-    def f(n: int, point: Point, tags: list[str] = [], opt: Optional[int] = None):  # noqa: B006
+    def f(n: int, point: Point, tags: list[str] = [], opt: Optional[int] = None):  # noqa: B006, UP045
         return n
 
     validate = f.to_agent_tool().validate
