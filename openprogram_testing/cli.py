@@ -362,7 +362,13 @@ def show(
     except yaml.YAMLError as exc:
         raise UsageProblem(f"{file}: not valid YAML: {exc}") from None
     if isinstance(data, dict) and "interactions" in data:
-        _out.print(escape(render_cassette(file, data)))
+        from .cassettes import CassetteError, load_interactions
+
+        try:
+            interactions = load_interactions(file)
+        except CassetteError as exc:
+            raise UsageProblem(str(exc)) from None
+        _out.print(escape(render_cassette(file, {"interactions": interactions})))
         return
     result = run_scenario(load_scenario(file))
     _out.print(escape(result.timeline))
@@ -593,19 +599,48 @@ def record(
 @app.command()
 def emulator(
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    host: Annotated[str, typer.Option("--host", help="Interface to bind.")] = "127.0.0.1",
+    reply: Annotated[
+        list[str] | None, typer.Option("--reply", help="A text reply to serve (repeatable).")
+    ] = None,
+    scenario_file: Annotated[
+        Path | None, typer.Option("--scenario", help="Serve this scenario's model script.")
+    ] = None,
+    cassette: Annotated[
+        Path | None, typer.Option("--cassette", help="Serve the responses of this cassette.")
+    ] = None,
+    echo: Annotated[
+        bool, typer.Option("--echo/--no-echo", help="Echo the last user message when out of turns.")
+    ] = True,
 ) -> None:
     """Start the loopback provider emulator for manual use (Ctrl-C stops it)."""
     try:
         from . import emulator as emulator_module
-    except ImportError as exc:
+    except ImportError as exc:  # pragma: no cover - the emulator ships with the harness
         raise UsageProblem(f"the provider emulator is not available: {exc}") from None
-    serve = getattr(emulator_module, "serve", None)
-    if serve is None:
-        raise UsageProblem("the provider emulator module has no serve() function")
-    try:
-        serve(port=port)
-    except KeyboardInterrupt:
-        _err.print("emulator stopped")
+    if scenario_file is not None:
+        from .scenarios import build_provider
+
+        scenario = load_scenario(scenario_file)
+        if scenario.cassette is not None:
+            raise UsageProblem(f"{scenario_file} replays a cassette; use --cassette instead")
+        turns = build_provider(scenario).turns
+        try:
+            served = emulator_module.serve(
+                turns, host=host, port=port,
+                fallback=emulator_module.echo_responder if echo else None,
+            )
+        except (OSError, ValueError) as exc:
+            raise UsageProblem(str(exc)) from None
+        _out.print(f"served {len(served.requests)} request(s)")
+        return
+    code = emulator_module.main_emulator(
+        list(reply or []), host=host, port=port,
+        cassette=str(cassette) if cassette is not None else None, echo=echo,
+        write=lambda line: _out.print(escape(line)),
+    )
+    if code:
+        raise typer.Exit(code)
 
 
 # -- entry point ------------------------------------------------------------------------------

@@ -182,7 +182,8 @@ class TurnDef(_Strict):
 
 
 class Mutation(_Strict):
-    """A frame-addressed fault applied to the recorded SSE bodies at playback (exactly one key)."""
+    """A frame-addressed fault applied to the recorded SSE bodies at playback: exactly one
+    kind key; ``interaction`` (0-based) limits it to one recorded response (default: all)."""
 
     truncate_after: int | None = Field(default=None, ge=0)
     drop_terminal: bool | None = None
@@ -194,6 +195,7 @@ class Mutation(_Strict):
     stall: float | None = Field(default=None, ge=0)
     after_frame: int | None = Field(default=None, ge=0)
     rechunk: list[int] | int | None = None
+    interaction: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Mutation:
@@ -992,12 +994,25 @@ async def _execute(scenario: Scenario) -> tuple[Any, Any]:
     cassette = scenario.cassette
     cassette_path = scenario.cassette_path
     assert cassette_path is not None
-    adapter, model = _cassette_adapter(cassette.api, cassette_path, options.model)
+    adapter, model, count = _cassette_adapter(cassette.api, cassette_path, options.model)
+    mutations: Any = [_build_mutation(m) for m in cassette.faults if m.interaction is None]
+    if any(m.interaction is not None for m in cassette.faults):
+        # Address single interactions: every interaction gets the global mutations, then its own.
+        per: dict[int, list[Any]] = {i: list(mutations) for i in range(count)}
+        for m in cassette.faults:
+            if m.interaction is not None:
+                if m.interaction >= count:
+                    raise ValueError(
+                        f"a fault addresses interaction {m.interaction}, but the cassette has "
+                        f"{count} (0-based)"
+                    )
+                per[m.interaction].append(_build_mutation(m))
+        mutations = per
     with use_cassette(
         cassette_path,
         match_body=cassette.match_body,
         allow_unplayed=cassette.allow_unplayed,
-        mutations=[_build_mutation(m) for m in cassette.faults],
+        mutations=mutations,
     ):
         trace = await run_loop(adapter, scenario.prompt_list, model=model, **kwargs)
     return trace, None
@@ -1117,17 +1132,17 @@ _ENDPOINTS = {
 }
 
 
-def _cassette_adapter(api: str, path: Path, default_model: str) -> tuple[Any, str]:
+def _cassette_adapter(api: str, path: Path, default_model: str) -> tuple[Any, str, int]:
     """The real adapter for ``api``, pointed at the host the cassette was recorded against (so
-    replay matches), and the model named in the first recorded request."""
-    import yaml
+    replay matches), the model named in the first recorded request, and the number of
+    interactions."""
+    from .cassettes import load_interactions
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        request = data["interactions"][0]["request"]
-        uri = str(request["uri"])
-    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
-        raise ValueError(f"cannot read the cassette {path}: {exc}") from None
+    interactions = load_interactions(path)
+    if not interactions:
+        raise ValueError(f"cassette {path} has no interactions")
+    request = interactions[0]["request"]
+    uri = str(request["uri"])
     endpoint = _ENDPOINTS[api]
     base_url = uri.split("?", 1)[0]
     if not base_url.endswith(endpoint):
@@ -1137,27 +1152,26 @@ def _cassette_adapter(api: str, path: Path, default_model: str) -> tuple[Any, st
     base_url = base_url[: -len(endpoint)]
     model = default_model
     body = request.get("body")
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
     if isinstance(body, dict):
         body = body.get("string")
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
     try:
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
         model = json.loads(body).get("model") or default_model
     except (TypeError, ValueError, AttributeError):
         pass
+    count = len(interactions)
     if api == "openai_chat":
         from openprogram.providers.openai_chat import OpenAIChatProvider
 
-        return OpenAIChatProvider(api_key="sk-replay", base_url=base_url), model
+        return OpenAIChatProvider(api_key="sk-replay", base_url=base_url), model, count
     if api == "openai_responses":
         from openprogram.providers.openai_responses import OpenAIResponsesProvider
 
-        return OpenAIResponsesProvider(api_key="sk-replay", base_url=base_url), model
+        return OpenAIResponsesProvider(api_key="sk-replay", base_url=base_url), model, count
     from openprogram.providers.anthropic import AnthropicProvider
 
-    return AnthropicProvider(api_key="sk-ant-replay", base_url=base_url), model
+    return AnthropicProvider(api_key="sk-ant-replay", base_url=base_url), model, count
 
 
 # -- expectations -----------------------------------------------------------------------------
