@@ -99,18 +99,17 @@ class Function:
         self.description = description if description is not None else summary
 
         self._model: type[BaseModel] | None = None
-        self._field_to_param: dict[str, str] = {}
         if parameters is not None:
             if not isinstance(parameters, Mapping):
                 raise TypeError(f"parameters= of {self.name!r} must be a JSON Schema mapping")
             self.parameters = dict(parameters)
             self._validate = json_schema_validator(self.parameters)  # also checks the schema
         else:
-            self._model, self._field_to_param = _signature_model(
+            self._model, typed_fields = _signature_model(
                 fn, self.name, signature, arg_docs, allow_extra=var_kw
             )
             self.parameters = _model_schema(self._model)
-            self._validate = _pydantic_validator(self._model, self._field_to_param)
+            self._validate = _pydantic_validator(self.name, typed_fields, allow_extra=var_kw)
         self.spec = ToolSpec(
             name=self.name, description=self.description, parameters=self.parameters
         )
@@ -290,7 +289,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     args = {
         p.arg_name: " ".join(p.description.split())
         for p in parsed.params
-        if p.args and p.args[0] in ("param", "parameter", "arg", "argument", "key", "keyword")
+        if p.args
+        and p.args[0] in ("param", "parameter", "arg", "argument", "key", "keyword")
         and p.description
     }
     if starts_with_section:
@@ -327,7 +327,9 @@ def _signature_model(
     arg_docs: dict[str, str],
     *,
     allow_extra: bool,
-) -> tuple[type[BaseModel], dict[str, str]]:
+) -> tuple[type[BaseModel], dict[str, tuple[Any, bool]]]:
+    """The schema model (``Field`` defaults and descriptions, for the JSON Schema) and, per
+    model-visible parameter, ``(annotation, required)`` for the validator."""
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except NameError as exc:
@@ -338,7 +340,7 @@ def _signature_model(
     except Exception:
         hints = {}
     fields: dict[str, Any] = {}
-    field_to_param: dict[str, str] = {}
+    typed_fields: dict[str, tuple[Any, bool]] = {}
     for index, param in enumerate(signature.parameters.values()):
         if param.name in INJECTED_PARAMETERS:
             continue
@@ -360,7 +362,7 @@ def _signature_model(
             field_name = f"param_{index}"
             field_kwargs["alias"] = param.name
         fields[field_name] = (annotation, Field(default, **field_kwargs))
-        field_to_param[field_name] = param.name
+        typed_fields[param.name] = (annotation, default is ...)
     config = ConfigDict(
         extra="allow" if allow_extra else "forbid",
         arbitrary_types_allowed=False,
@@ -370,7 +372,7 @@ def _signature_model(
         model = create_model(_model_name(name), __config__=config, **fields)
     except Exception as exc:
         raise TypeError(f"cannot build the tool schema of {name!r}: {exc}") from None
-    return model, field_to_param
+    return model, typed_fields
 
 
 def _clashes(param: str) -> bool:
@@ -395,28 +397,35 @@ def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _pydantic_validator(
-    model: type[BaseModel], field_to_param: dict[str, str]
+    name: str, typed_fields: dict[str, tuple[Any, bool]], *, allow_extra: bool
 ) -> Callable[[dict[str, Any]], tuple[dict[str, Any], list[ValidationProblem]]]:
-    """Validate + coerce through the model's compiled core validator (built once)."""
-    validate_python = model.__pydantic_validator__.validate_python
-    renames = {f: p for f, p in field_to_param.items() if f != p}
+    """Validate + coerce through a compiled pydantic validator, built once per function.
+
+    It validates into a ``TypedDict`` (not the schema model): the result is already the kwargs
+    dict, arguments the model left out stay out (so the function's own defaults apply), and no
+    model instance is built per call.
+    """
+    from typing import NotRequired
+
+    from pydantic import TypeAdapter
+    from typing_extensions import TypedDict
+
+    annotations = {
+        param: (annotation if required else NotRequired[annotation])
+        for param, (annotation, required) in typed_fields.items()
+    }
+    arguments_type: Any = TypedDict(_model_name(name) + "_arguments", annotations)  # type: ignore[operator]
+    arguments_type.__pydantic_config__ = ConfigDict(extra="allow" if allow_extra else "forbid")
+    validate_python = TypeAdapter(arguments_type).validator.validate_python
 
     def validate(arguments: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationProblem]]:
         try:
-            instance = validate_python(arguments)
+            return validate_python(arguments), []
         except ValidationError as exc:
             return arguments, [
                 (".".join(str(part) for part in err["loc"]) or "root", err["msg"])
                 for err in exc.errors(include_url=False, include_context=False)
             ]
-        values = instance.__dict__
-        out = {
-            renames.get(k, k): values[k] for k in instance.__pydantic_fields_set__ if k in values
-        }
-        extra = instance.__pydantic_extra__
-        if extra:
-            out.update(extra)
-        return out, []
 
     return validate
 

@@ -29,10 +29,12 @@ copy of the current context.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import enum
 import inspect
 import json
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
@@ -203,35 +205,35 @@ class Runtime:
     ) -> Any:
         """Sync twin of ``aexec`` (same arguments, same result, same errors).
 
-        With no event loop running in this thread it uses ``asyncio.run``; inside a running loop
-        (a sync tool body) it runs the nested loop on a helper thread with a copy of the current
-        context, so the nested call inherits the outer tools and depth and cannot deadlock.
+        With no event loop running in this thread it runs on this thread's own reusable event
+        loop (``asyncio.run`` would build and tear down a loop per call); inside a running loop
+        (a sync tool body, or async code) it runs the nested loop with ``asyncio.run`` on a
+        helper thread with a copy of the current context, so the nested call inherits the outer
+        tools and depth and cannot deadlock or hit "event loop is already running".
         """
 
-        def run() -> Any:
-            return asyncio.run(
-                self.aexec(
-                    content,
-                    tools,
-                    toolset,
-                    tools_source,
-                    tools_allow,
-                    tools_deny,
-                    tool_choice,
-                    parallel_tool_calls,
-                    max_iterations,
-                    choices,
-                    cancel=cancel,
-                )
+        def coroutine() -> Any:
+            return self.aexec(
+                content,
+                tools,
+                toolset,
+                tools_source,
+                tools_allow,
+                tools_deny,
+                tool_choice,
+                parallel_tool_calls,
+                max_iterations,
+                choices,
+                cancel=cancel,
             )
 
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return run()
+            return _run_on_thread_loop(coroutine())
         context = contextvars.copy_context()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openprogram-exec") as pool:
-            return pool.submit(context.run, run).result()
+            return pool.submit(context.run, lambda: asyncio.run(coroutine())).result()
 
     # -- async ----------------------------------------------------------------------------------
     async def aexec(
@@ -487,6 +489,47 @@ class Runtime:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+_thread_loops = threading.local()
+
+
+class _ThreadLoop:
+    """One event loop per thread for sync ``exec``; closed when its thread ends."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        loop = self.loop
+        if not loop.is_closed() and not loop.is_running():
+            loop.close()
+
+
+def _run_on_thread_loop(coro: Any) -> Any:
+    """``asyncio.run`` semantics (a task with a copy of the current context; tasks it leaves
+    behind are cancelled) on this thread's reusable loop."""
+    holder: _ThreadLoop | None = getattr(_thread_loops, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _thread_loops.holder = _ThreadLoop()
+    loop = holder.loop
+    task = loop.create_task(coro)
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
+    finally:
+        leftovers = asyncio.all_tasks(loop)
+        if leftovers:
+            for leftover in leftovers:
+                leftover.cancel()
+            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+
 
 _STRING_CHOICES = ("auto", "required", "none")
 
