@@ -215,7 +215,7 @@ class _Renderer:
                     self.add(
                         span,
                         depth + 1,
-                        f"message_update x{j - i}: {_stream_summary(kinds, counts=True)}",
+                        f"message_update ({j - i}): {_stream_summary(kinds, counts=True)}",
                         "dim",
                     )
                 i = j
@@ -285,16 +285,16 @@ class _Renderer:
 
 def _stream_summary(kinds: list[str], *, counts: bool) -> str:
     """``start text toolcall done`` (block kinds, stable under re-chunking), or with ``counts``
-    every event type with repeat counts (``text_deltax3``)."""
+    every event type with repeat counts (``text_delta(3)``)."""
     out: list[str] = []
     if counts:
+        runs: list[list[Any]] = []
         for k in kinds:
-            if out and out[-1].split("x")[0] == k:
-                base, _, n = out[-1].partition("x")
-                out[-1] = f"{base}x{int(n or 1) + 1}"
+            if runs and runs[-1][0] == k:
+                runs[-1][1] += 1
             else:
-                out.append(k)
-        return " ".join(out)
+                runs.append([k, 1])
+        return " ".join(k if n == 1 else f"{k}({n})" for k, n in runs)
     for k in kinds:
         if k.endswith("_start") and k != "start":
             out.append(k[: -len("_start")])
