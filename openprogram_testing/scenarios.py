@@ -949,7 +949,8 @@ async def arun_scenario(scenario: Scenario, *, update_snapshots: bool = False) -
         try:
             check_invariants(trace)
         except AssertionError as exc:
-            failures.append(f"invariant violated: {exc}")
+            text = str(exc).split("\n\nrun timeline:\n")[0]  # the timeline is shown below
+            failures.append(text if text.startswith("loop invariant") else f"invariant: {text}")
     written = False
     if scenario.expect.snapshot:
         problem, written = _check_snapshot(scenario, trace, update_snapshots)
