@@ -974,11 +974,8 @@ def assert_tool_results(trace: LoopTrace, expected: Sequence[str | Mapping[str, 
     """The run's tool results, in order, match ``expected``: each entry is a tool name or a
     mapping with any of ``name``, ``id``, ``is_error``, ``skipped``, ``text`` (exact),
     ``contains`` (substring) and ``match`` (regex, ``re.search``)."""
-    got = trace.tool_results
-    problems: list[str] = []
-    if len(got) != len(expected):
-        problems.append(f"expected {len(expected)} tool result(s), got {len(got)}")
-    for k, (want, r) in enumerate(zip(expected, got, strict=False)):
+    specs: list[Mapping[str, Any]] = []
+    for k, want in enumerate(expected):
         spec: Mapping[str, Any] = {"name": want} if isinstance(want, str) else want
         unknown = set(spec) - _RESULT_KEYS
         if unknown:
@@ -986,6 +983,12 @@ def assert_tool_results(trace: LoopTrace, expected: Sequence[str | Mapping[str, 
                 f"assert_tool_results: unknown key(s) {sorted(unknown)} in entry {k}; "
                 f"use {sorted(_RESULT_KEYS)}"
             )
+        specs.append(spec)
+    got = trace.tool_results
+    problems: list[str] = []
+    if len(got) != len(specs):
+        problems.append(f"expected {len(specs)} tool result(s), got {len(got)}")
+    for k, (spec, r) in enumerate(zip(specs, got, strict=False)):
         checks = [
             ("name", r.tool_name, lambda v, a: v == a),
             ("id", r.tool_call_id, lambda v, a: v == a),
@@ -997,9 +1000,10 @@ def assert_tool_results(trace: LoopTrace, expected: Sequence[str | Mapping[str, 
         ]
         for key, actual, test in checks:
             if key in spec and not test(spec[key], actual):
+                shown = _q(actual, 80) if isinstance(actual, str) else repr(actual)
                 problems.append(
-                    f"result {k} ({r.tool_call_id} {r.tool_name}): {key} {spec[key]!r} does not "
-                    f"hold for {_q(actual, 80) if isinstance(actual, str) else actual!r}"
+                    f"result {k} ({r.tool_call_id} {r.tool_name}): {key} {spec[key]!r} "
+                    f"does not hold for {shown}"
                 )
     if problems:
         raise _fail("tool results differ:\n  " + "\n  ".join(problems), trace)
