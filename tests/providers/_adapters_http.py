@@ -88,7 +88,7 @@ def chat_provider(rec: Recorder, stream: bool = True) -> Any:
 
     from openprogram.providers.openai_chat import OpenAIChatProvider
 
-    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client())
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client(), max_retries=0)
     return OpenAIChatProvider(client, stream=stream)
 
 
@@ -97,7 +97,7 @@ def responses_provider(rec: Recorder, stream: bool = True) -> Any:
 
     from openprogram.providers.openai_responses import OpenAIResponsesProvider
 
-    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client())
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client(), max_retries=0)
     return OpenAIResponsesProvider(client, stream=stream)
 
 
@@ -106,7 +106,7 @@ def anthropic_provider(rec: Recorder, stream: bool = True) -> Any:
 
     from openprogram.providers.anthropic import AnthropicProvider
 
-    client = anthropic.AsyncAnthropic(api_key="sk-ant-test", base_url=BASE, http_client=rec.client())
+    client = anthropic.AsyncAnthropic(api_key="sk-ant-test", base_url=BASE, http_client=rec.client(), max_retries=0)
     return AnthropicProvider(client, stream=stream)
 
 
