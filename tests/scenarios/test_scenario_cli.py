@@ -1,0 +1,252 @@
+"""The ``openprogram-testing`` command: run (report, JUnit XML, -k, workers, exit codes),
+validate, schema, show (scenario, result JSON, trace JSON, cassette), record and emulator guards.
+Errors are clean messages with exit codes, never tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from openprogram_testing.cli import main, matches
+from openprogram_testing.scenarios import run_scenario, scenario_json_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PASSING = """
+prompt: hi
+tools: [{name: t, returns: ok}]
+script:
+  - calls: [{name: t}]
+  - done
+expect: {termination: completed, model_calls: 2, final_text: done}
+"""
+FAILING = """
+prompt: hi
+script: [hello]
+expect: {final_text: goodbye}
+"""
+INVALID = """
+prompt: hi
+script: [hello]
+expect: {termination: finished}
+"""
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    (tmp_path / "scenario_alpha.yaml").write_text(PASSING)
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "beta.scenario.yaml").write_text(PASSING.replace("hi", "beta"))
+    (tmp_path / "scenario_gamma.yaml").write_text(FAILING)
+    (tmp_path / "not_a_scenario.yaml").write_text("just: data\n")  # not collected
+    return tmp_path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_run_reports_each_scenario_and_fails_when_one_fails(suite: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "run", str(suite))
+    assert code == 1
+    assert "alpha" in out and "beta" in out and "gamma" in out
+    assert "not_a_scenario" not in out
+    assert f"FAILED {suite / 'scenario_gamma.yaml'}" in out
+    assert "expect.final_text: expected 'goodbye', got 'hello'" in out
+    assert "2 passed, 1 failed in" in out
+
+
+def test_run_exit_zero_when_all_pass(suite: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "run", str(suite), "-k", "not gamma")
+    assert code == 0
+    assert "2 passed in" in out and "gamma" not in out
+
+
+def test_keyword_filter() -> None:
+    assert matches("alpha", "alpha", "scenario_alpha.yaml")
+    assert matches("ALPHA or beta", "beta")
+    assert not matches("alpha and not scenario_", "alpha", "scenario_alpha.yaml")
+    assert matches(None, "x")
+
+
+def test_run_with_nothing_to_run_is_a_usage_error(suite: Path, capsys) -> None:
+    code, _, err = cli(capsys, "run", str(suite), "-k", "zzz")
+    assert code == 2
+    assert "error: no scenario files matching -k 'zzz' found in" in err
+    code, _, err = cli(capsys, "run", str(suite / "missing"))
+    assert code == 2
+    assert f"error: no such file or directory: {suite / 'missing'}" in err
+
+
+def test_run_invalid_file_is_reported_with_its_position(suite: Path, capsys) -> None:
+    (suite / "scenario_delta.yaml").write_text(INVALID)
+    code, out, _ = cli(capsys, "run", str(suite), "-k", "delta")
+    assert code == 1
+    assert "invalid scenario file" in out
+    assert f"{suite / 'scenario_delta.yaml'}:4:23: expect.termination: expected " in out
+    assert "1 invalid" in out
+
+
+def test_junit_xml_report(suite: Path, capsys, tmp_path: Path) -> None:
+    (suite / "scenario_delta.yaml").write_text(INVALID)
+    report = tmp_path / "out" / "junit.xml"
+    code, out, _ = cli(capsys, "run", str(suite), "--junit-xml", str(report))
+    assert code == 1
+    assert f"JUnit XML written to {report}" in out
+    root = ET.parse(report).getroot()
+    (testsuite,) = root.findall("testsuite")
+    assert testsuite.attrib["tests"] == "4"
+    assert testsuite.attrib["failures"] == "1"
+    assert testsuite.attrib["errors"] == "1"
+    cases = {c.attrib["name"]: c for c in testsuite.findall("testcase")}
+    assert set(cases) == {"alpha", "beta", "gamma", "scenario_delta.yaml"}
+    assert cases["alpha"].find("failure") is None and cases["alpha"].find("error") is None
+    failure = cases["gamma"].find("failure")
+    assert failure is not None
+    assert failure.attrib["message"] == "expect.final_text: expected 'goodbye', got 'hello'"
+    assert "timeline:" in (failure.text or "")
+    error = cases["scenario_delta.yaml"].find("error")
+    assert error is not None and "4:23: expect.termination" in (error.text or "")
+    assert cases["gamma"].attrib["file"].endswith("scenario_gamma.yaml")
+
+
+def test_parallel_workers_give_the_same_report(suite: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "run", str(suite), "-n", "2")
+    assert code == 1
+    assert "2 passed, 1 failed in" in out
+    assert "expect.final_text: expected 'goodbye', got 'hello'" in out
+
+
+def test_update_snapshots_writes_then_passes(tmp_path: Path, capsys) -> None:
+    (tmp_path / "scenario_s.yaml").write_text("prompt: hi\nscript: [x]\nexpect: {snapshot: true}\n")
+    assert cli(capsys, "run", str(tmp_path))[0] == 1
+    code, out, _ = cli(capsys, "run", str(tmp_path), "--update-snapshots")
+    assert code == 0 and "snapshot written" in out
+    assert (tmp_path / "__snapshots__" / "scenario_s.txt").is_file()
+    assert cli(capsys, "run", str(tmp_path))[0] == 0
+
+
+def test_results_dir_and_show_result_json(suite: Path, capsys, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    cli(capsys, "run", str(suite), "--results-dir", str(results))
+    gamma = results / "scenario_gamma.result.json"
+    data = json.loads(gamma.read_text())
+    assert data["kind"] == "openprogram-scenario-result" and data["passed"] is False
+    code, out, _ = cli(capsys, "show", str(gamma))
+    assert code == 0
+    assert "scenario 'gamma': FAILED" in out
+    assert "expect.final_text: expected 'goodbye', got 'hello'" in out
+    assert "agent_end termination=completed" in out
+
+
+def test_show_trace_json(tmp_path: Path, capsys) -> None:
+    result = run_scenario(tmp_scenario(tmp_path, PASSING))
+    trace_file = tmp_path / "trace.json"
+    trace_file.write_text(json.dumps(
+        {"events": [e.model_dump(mode="json") for e in result.trace.events]}
+    ))
+    code, out, _ = cli(capsys, "show", str(trace_file))
+    assert code == 0
+    assert "tool_execution_start" in out and "agent_end termination=completed" in out
+    trace_file.write_text('{"events": [{"type": "nope"}]}')
+    code, _, err = cli(capsys, "show", str(trace_file))
+    assert code == 2 and "the events do not validate" in err
+    trace_file.write_text("{not json")
+    code, _, err = cli(capsys, "show", str(trace_file))
+    assert code == 2 and "not valid JSON" in err
+
+
+def tmp_scenario(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scenario_tmp.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_show_scenario_runs_it(tmp_path: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "show", str(tmp_scenario(tmp_path, PASSING)))
+    assert code == 0 and "PASSED tmp" in out and "turn_start round 1" in out
+    code, out, _ = cli(capsys, "show", str(tmp_scenario(tmp_path, FAILING)))
+    assert code == 1 and "FAILED" in out and "expect.final_text" in out
+
+
+def test_show_cassette(capsys) -> None:
+    cassette = ROOT / "scenarios" / "cassettes" / "openai_chat_weather.yaml"
+    code, out, _ = cli(capsys, "show", str(cassette))
+    assert code == 0
+    assert "2 interaction(s)" in out
+    assert "#0 POST http://127.0.0.1:" in out and "/v1/chat/completions" in out
+    assert "tools: get_weather" in out
+    assert """streamed text/arguments: 'Let me check.[call get_weather]{"city": "Paris"}'""" in out
+    assert "history (3): user, assistant, tool" in out
+
+
+def test_show_missing_file(tmp_path: Path, capsys) -> None:
+    code, _, err = cli(capsys, "show", str(tmp_path / "x.json"))
+    assert code == 2 and "no such file" in err
+
+
+def test_validate(suite: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "validate", str(suite))
+    assert code == 0 and "3 scenario file(s) valid" in out
+    (suite / "scenario_delta.yaml").write_text(INVALID)
+    code, out, _ = cli(capsys, "validate", str(suite))
+    assert code == 1
+    assert f"{suite / 'scenario_delta.yaml'}:4:23: expect.termination" in out
+    assert "1 of 4 scenario file(s) invalid" in out
+
+
+def test_schema_prints_the_json_schema(capsys) -> None:
+    code, out, _ = cli(capsys, "schema")
+    assert code == 0
+    assert json.loads(out) == scenario_json_schema()
+
+
+def test_record_refuses_without_api_keys(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    path = tmp_scenario(tmp_path, PASSING)
+    code, _, err = cli(capsys, "record", str(path), "--out", str(tmp_path / "c.yaml"))
+    assert code == 2
+    assert "needs a real API key: set OPENAI_API_KEY in the environment" in err
+    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--provider", "anthropic")
+    assert code == 2 and "ANTHROPIC_API_KEY" in err
+    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--provider", "gemini")
+    assert code == 2 and "unknown provider 'gemini'" in err
+    assert not (tmp_path / "c.yaml").exists()
+
+
+def test_emulator_refuses_a_cassette_scenario_as_script(capsys) -> None:
+    scenario = ROOT / "scenarios" / "scenario_40_cassette_openai_chat_weather.yaml"
+    code, _, err = cli(capsys, "emulator", "--scenario", str(scenario))
+    assert code == 2 and "replays a cassette; use --cassette instead" in err
+
+
+def test_usage_errors(capsys) -> None:
+    assert main(["run", "--bogus"]) == 2
+    assert main([]) == 2
+    capsys.readouterr()
+
+
+def test_console_script_exit_codes_without_traceback(suite: Path) -> None:
+    exe = Path(sys.executable).with_name("openprogram-testing")
+    done = subprocess.run(
+        [str(exe), "run", str(suite / "scenario_gamma.yaml")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1
+    assert "0 passed, 1 failed" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    done = subprocess.run(
+        [str(exe), "validate", str(suite / "missing.yaml")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    assert "error: no such file or directory" in done.stderr
