@@ -837,7 +837,10 @@ def _render(
     renderer = _RENDERERS[api](turn, body, request, request_id)
     headers = _request_id_header(api, request_id)
     if stream:
-        return _Plan(headers=headers, kind="sse", frames=list(renderer.frames()),
+        frames = list(renderer.frames())
+        if turn.ending == "drop":
+            faults = (*faults, Fault.disconnect_after(len(frames)))
+        return _Plan(headers=headers, kind="sse", frames=frames,
                      named_events=api != "openai_chat", faults=faults)
     return _Plan(headers=headers, kind="json", body=_dumps(renderer.json()).encode(),
                  faults=faults)
