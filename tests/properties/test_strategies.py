@@ -1,0 +1,121 @@
+"""Sanity of the strategies: they generate every kind of scenario the spec lists, deterministically
+under a seed, and shrink to minimal examples."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from hypothesis import HealthCheck, find, given, seed, settings
+
+from openprogram_testing.strategies import (
+    GeneratedScenario,
+    GenTurn,
+    exact_script,
+    model_turns,
+    provider_scripts,
+    scenarios,
+    steering_schedules,
+)
+
+REQUIRED_KINDS = {
+    # model turns
+    "text", "thinking", "single_call", "parallel_calls", "chunked",
+    "call_valid", "call_schema", "call_raw", "call_unknown",
+    "ending_length", "ending_error", "ending_aborted", "ending_cut",
+    # tools
+    "tool_returns", "tool_echo", "tool_raises", "raising_tool_called",
+    # steering schedules and options
+    "steer_after_tool", "steer_after_call", "steer_before_round", "steer_follow_up",
+    "mode_skip", "mode_after_batch", "max_iterations",
+    # outcomes
+    "termination_completed", "termination_max_iterations", "termination_error",
+    "termination_aborted", "skipped", "delivered", "undelivered",
+}
+
+_SAMPLE = settings(
+    max_examples=400, derandomize=True, database=None, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@lru_cache(maxsize=1)
+def _collect() -> tuple[GeneratedScenario, ...]:
+    seen: list[GeneratedScenario] = []
+
+    @_SAMPLE
+    @given(generated=scenarios())
+    def sample(generated: GeneratedScenario) -> None:
+        seen.append(generated)
+
+    sample()
+    return tuple(seen)
+
+
+def test_scenarios_generate_every_kind() -> None:
+    kinds: set[str] = set()
+    for generated in _collect():
+        kinds |= generated.kinds
+    assert not REQUIRED_KINDS - kinds, f"never generated: {sorted(REQUIRED_KINDS - kinds)}"
+
+
+def test_generation_is_deterministic_under_a_seed() -> None:
+    def draw_all() -> list[GeneratedScenario]:
+        seen: list[GeneratedScenario] = []
+
+        @seed(1234)
+        @settings(max_examples=30, database=None, deadline=None)
+        @given(generated=scenarios())
+        def sample(generated: GeneratedScenario) -> None:
+            seen.append(generated)
+
+        sample()
+        return seen
+
+    assert draw_all() == draw_all()
+
+
+def test_scripts_are_exact() -> None:
+    """A generated script has exactly the turns its run consumes: no unexpected model call and no
+    unplayed turn for the strict scripted provider."""
+    for generated in _collect()[:150]:
+        assert generated.expected_outcome().model_calls == len(generated.script)
+
+
+def test_exact_script_trims_and_pads() -> None:
+    one_call = GenTurn(calls=(), text="hi")
+    padded = exact_script(GeneratedScenario(script=()))
+    assert padded.script == (GenTurn(text="done"),)
+    trimmed = exact_script(GeneratedScenario(script=(one_call, one_call, one_call)))
+    assert trimmed.script == (one_call,)
+
+
+def _find(strategy, condition):  # type: ignore[no-untyped-def]
+    return find(strategy, condition, settings=settings(database=None, derandomize=True, max_examples=2000))
+
+
+def test_failures_shrink_to_minimal_examples() -> None:
+    # The simplest turn is a plain text reply.
+    assert _find(model_turns(), lambda t: True) == GenTurn(text="ok")
+    # The simplest parallel pick: two valid calls to t0, nothing else.
+    parallel = _find(model_turns(), lambda t: len(t.calls) >= 2)
+    assert [c.kind for c in parallel.calls] == ["valid", "valid"]
+    assert parallel.ending == "stop" and parallel.thinking is None and parallel.chunk_size is None
+    # A scenario whose run is cut by the cap shrinks to one tool round at max_iterations=1.
+    capped = _find(scenarios(), lambda g: g.expected_outcome().termination == "max_iterations")
+    assert capped.max_iterations == 1 and len(capped.script) == 1 and not capped.steering
+    assert len(capped.script[0].calls) == 1
+    # A skipped call needs two calls and one steering message after the first.
+    skipped = _find(scenarios(), lambda g: any(r.skipped for r in g.expected_outcome().tool_results))
+    assert len(skipped.steering) == 1 and len(skipped.script[0].calls) == 2
+
+
+def test_component_strategies_draw_their_types() -> None:
+    @settings(max_examples=40, database=None, deadline=None)
+    @given(turn=model_turns(), script=provider_scripts(), schedule=steering_schedules())
+    def check(turn: GenTurn, script: tuple[GenTurn, ...], schedule: tuple) -> None:  # type: ignore[type-arg]
+        assert isinstance(turn, GenTurn)
+        assert 1 <= len(script) <= 5 and all(isinstance(t, GenTurn) for t in script)
+        assert len(schedule) <= 3
+        turn.scripted()  # builds a real ScriptedTurn
+
+    check()
