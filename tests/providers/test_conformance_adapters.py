@@ -1,0 +1,203 @@
+"""Conformance: replay every shared real-world recording through the matching adapter.
+
+Each interaction's recorded response body (gzip-decoded when the recording kept
+``Content-Encoding: gzip``) is served by an ``httpx2.MockTransport`` to the real SDK client;
+streaming recordings are replayed in stream mode, sync recordings with ``stream=False``.  The
+expected values below were read from the recordings by hand (tool-call ids, names, argument
+JSON, text, finish/stop reason, usage counters).  Streaming bodies are replayed a second time cut
+into 7-byte pieces: the message must not change (SPEC §10.10).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+import pytest
+import yaml
+from _adapters_http import Recorder, anthropic_provider, chat_provider, collect, responses_provider
+
+from openprogram.providers import guard
+from openprogram.providers.base import Context
+from openprogram.types import UserMessage
+
+CHAT = {
+    'llm/test_tool_use_basic.yaml': [
+        ('toolUse', '', [('call_1EYWDzueHEp8OsB8jJSEp7WB', 'multiply', {'a': 1231, 'b': 2331})], (54, 20)),
+        ('stop', 'The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).', [], (87, 26)),
+    ],
+    'llm/test_tool_use_chain_of_two_calls.yaml': [
+        ('toolUse', '', [('call_TTY8UFNo7rNCaOBUNtlRSvMG', 'lookup_population', {'country': 'Crumpet'})], (92, 17)),
+        ('toolUse', '', [('call_aq9UyiSFkzX6W8Ydc33DoI9Y', 'can_have_dragons', {'population': 123124})], (118, 18)),
+        ('stop', 'YES', [], (146, 3)),
+    ],
+    'magentic/test_openai_chat_model_complete_streamed_response.yaml': [
+        ('toolUse', "One of my favorite cities is Paris. I'll get the current weather for Paris now.", [('call_QgHUYg30lU8RAkIADo1bLA3P', 'get_weather', {'location': 'Paris'})], (58, 32)),
+    ],
+    'mirascope/test_call_with_tools/openai_gpt_4o_completions/stream.yaml': [
+        ('toolUse', '', [('call_M26z19sncd7b4LBgzKRRbaUE', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_KPXe5NX7IcKkaBUhc6dto2QV', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
+        ('stop', 'The secrets associated with the passwords are:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death', [], (149, 28)),
+        ('toolUse', '', [('call_NnkmjbtYL9gdZnGOMxYEl0A3', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_uvC42eCVUOg2Y35G9FQKjAOB', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
+        ('stop', 'The secrets associated with the passwords are as follows:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death', [], (149, 30)),
+        ('toolUse', '', [('call_H8jJ3J1KO9iBRstIu9VtSmif', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_alG3VrzLF9cAEppE4xxqeefv', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
+        ('stop', 'The secrets associated with the passwords are as follows:\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"', [], (149, 35)),
+    ],
+    'mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml': [
+        ('toolUse', '', [('call_v6LacIrChvs6ITVpIZqy5tFc', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_onyWzk4mLTGKzW9cthmf4Llq', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
+        ('stop', 'The secrets associated with the passwords are as follows:\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death', [], (149, 32)),
+        ('toolUse', '', [('call_kORjJVpmh91BGUtfuEyWTNHq', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_rwWftDkV0SjAa03c30QMCbHv', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
+        ('stop', 'Here are the secrets associated with the passwords you provided:\n\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"', [], (149, 36)),
+        ('toolUse', '', [('call_9WLrrxKdNop28QihgVejs7vX', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_FvwByGJHFMUkSCsWZ30WgOYh', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
+        ('stop', 'Here are the secrets associated with the passwords:\n\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death', [], (149, 31)),
+    ],
+    'mirascope/test_model_not_found_stream/openai_gpt_4o_completions.yaml': [
+        ('error', 404, False, 'The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.'),
+        ('error', 404, False, 'The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.'),
+    ],
+    'opentelemetry-python-contrib/test_chat_completion_404.yaml': [
+        ('error', 404, False, 'The model `this-model-does-not-exist` does not exist or you do not have access to it.'),
+    ],
+}
+
+RESPONSES = {
+    'llm/test_responses_tool_use_streaming.yaml': [
+        ('toolUse', '', [('call_sVidsfFJ6zlzRpelrPkTPlpd', 'multiply', {'a': 1231, 'b': 2331})], (58, 23)),
+        ('stop', '1231 × 2331 = **2,869,461**', [], (94, 18)),
+    ],
+    'mirascope/test_call_with_tools/openai_gpt_4o_responses/stream.yaml': [
+        ('toolUse', '', [('call_sKC7OABqf2A2PTLCm0CLeRWV', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_OdR3s3xop0vtgkDyWRMLafuH', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
+        ('stop', 'Here are the secrets associated with each password:\n\n- **mellon**: Welcome to Moria!\n- **radiance**: Life before Death', [], (136, 32)),
+        ('toolUse', '', [('call_X6173PYkiubC8YJRPzr8osHX', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_OiUVT2dz7nh3PHrEPGnvLPyi', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
+        ('stop', 'Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death', [], (136, 30)),
+        ('toolUse', '', [('call_JFcMnB3B0uvpADG11Egu9VT3', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_bFXbNfOOKMw0esfOPep1dwdW', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
+        ('stop', 'Here are the secrets associated with the passwords:\n\n- **mellon**: "Welcome to Moria!"\n- **radiance**: "Life before Death"', [], (136, 35)),
+    ],
+    'mirascope/test_call_with_tools/openai_gpt_4o_responses/sync.yaml': [
+        ('toolUse', '', [('call_bzXaB1HDWsWy7n6bMrxJzNNa', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_Dd4wvykCr6NttXKxRK0BFH96', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
+        ('stop', 'Here are the secrets:\n\n- For password "mellon": Welcome to Moria!\n- For password "radiance": Life before Death', [], (136, 30)),
+        ('toolUse', '', [('call_QSN7tSAfBLgrTP3cvjbf7kTZ', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_nZTyOck74QejXCmecXxhMUly', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
+        ('stop', 'Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death', [], (136, 30)),
+        ('toolUse', '', [('call_ZuiErmwO3jdjHdDKTX2LH96R', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_KaOQQvNXdvVZSn8ZaOW8FQDE', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
+        ('stop', 'Here are the secrets:\n\n1. **Password: mellon** - "Welcome to Moria!"\n2. **Password: radiance** - "Life before Death"', [], (136, 36)),
+    ],
+    'mirascope/test_model_not_found/openai_gpt_4o_responses.yaml': [
+        ('error', 400, False, "The requested model 'this-model-does-not-exist-12345' does not exist."),
+        ('error', 400, False, "The requested model 'this-model-does-not-exist-12345' does not exist."),
+    ],
+}
+
+ANTHROPIC = {
+    'dd-trace-py/anthropic_completion_error.yaml': [
+        ('error', 400, False, 'messages.0: Input does not match the expected shape.'),
+    ],
+    'magentic/test_anthropic_chat_model_complete_streamed_response.yaml': [
+        ('toolUse', '<thinking>\nTo get the weather for a random city, I will need to:\n1. Pick a random city name\n2. Pass that city name to the get_weather tool to retrieve the weather\n\nI have enough information to complete both of those steps without asking the user for any additional input. I will proceed with the tool calls in that order.\n</thinking>', [('toolu_016tMRxcvkC82nkYxLpk2cHm', 'get_weather', {'location': 'Madrid, Spain'})], (610, 131)),
+    ],
+    'mirascope/test_authentication_error_stream/anthropic_claude_sonnet_4_0.yaml': [
+        ('error', 401, False, 'invalid x-api-key'),
+    ],
+    'mirascope/test_call_with_tools/anthropic_beta_claude_sonnet_4_0/async_stream.yaml': [
+        ('toolUse', "I'll retrieve the secrets for both passwords using parallel tool calls.", [('toolu_011bPS5j9gFZsM7URe1242DY', 'secret_retrieval_tool', {'password': 'mellon'}), ('toolu_01Q2suTpa6uBzfa9JB9FjSa3', 'secret_retrieval_tool', {'password': 'radiance'})], (416, 111)),
+        ('stop', 'Here are the secrets associated with each password:\n\n- Password "mellon": "Welcome to Moria!"\n- Password "radiance": "Life before Death"', [], (604, 38)),
+    ],
+    'mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml': [
+        ('toolUse', "I'll retrieve the secrets for both passwords you provided.", [('toolu_015cUijgET79LXjgeYQerN2h', 'secret_retrieval_tool', {'password': 'mellon'}), ('toolu_01XZTimPexA7h3EVKesnKt5T', 'secret_retrieval_tool', {'password': 'radiance'})], (416, 109)),
+        ('stop', 'Here are the secrets retrieved for each password:\n\n1. **Password "mellon"**: "Welcome to Moria!"\n2. **Password "radiance"**: "Life before Death"\n\nBoth secrets have been successfully retrieved!', [], (602, 52)),
+    ],
+    'mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/sync.yaml': [
+        ('toolUse', "I'll retrieve the secrets for both passwords you provided.", [('toolu_01BUvqBj8Yb34pNAbCJJY1oc', 'secret_retrieval_tool', {'password': 'mellon'}), ('toolu_01VPuQJ1LonDBYXrr8pqPkqQ', 'secret_retrieval_tool', {'password': 'radiance'})], (416, 109)),
+        ('stop', 'Here are the secrets retrieved for each password:\n\n- Password "mellon": **Welcome to Moria!**\n- Password "radiance": **Life before Death**', [], (602, 39)),
+    ],
+}
+
+CASES = [
+    *[(name, chat_provider, rows) for name, rows in CHAT.items()],
+    *[(name, responses_provider, rows) for name, rows in RESPONSES.items()],
+    *[(name, anthropic_provider, rows) for name, rows in ANTHROPIC.items()],
+]
+
+
+def _header(headers: dict[str, Any], name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        if key.lower() == name:
+            return value[0] if isinstance(value, list) else value
+    return None
+
+
+def _interactions(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        return yaml.safe_load(f)["interactions"]  # type: ignore[no-any-return]
+
+
+def _body(response: dict[str, Any]) -> bytes:
+    raw = response["body"]["string"]
+    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if _header(response["headers"], "content-encoding") == "gzip":
+        data = gzip.decompress(data)
+    return data
+
+
+class _Chunked(httpx2.AsyncByteStream):
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size = data, size
+
+    async def __aiter__(self):  # type: ignore[override]
+        for i in range(0, len(self.data), self.size):
+            yield self.data[i : i + self.size]
+
+
+def _response(interaction: dict[str, Any], chunk: int | None) -> httpx2.Response:
+    response = interaction["response"]
+    data = _body(response)
+    headers = {"content-type": _header(response["headers"], "content-type") or "application/json"}
+    for name in ("retry-after", "retry-after-ms"):
+        if (value := _header(response["headers"], name)) is not None:
+            headers[name] = value
+    status = response["status"]["code"]
+    if chunk is None:
+        return httpx2.Response(status, headers=headers, content=data)
+    return httpx2.Response(status, headers=headers, stream=_Chunked(data, chunk))
+
+
+def _check(message: Any, expected: tuple[Any, ...]) -> None:
+    if expected[0] == "error":
+        _, status, retryable, text = expected
+        assert message.stop_reason == "error"
+        assert message.error_status == status
+        assert message.error_retryable is retryable
+        assert text in message.error_message
+        return
+    reason, text, calls, (input_tokens, output_tokens) = expected
+    assert message.stop_reason == reason
+    assert message.text == text
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == calls
+    assert all(c.raw_arguments is None for c in message.tool_calls)
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (input_tokens, output_tokens)
+
+
+@pytest.mark.parametrize(("name", "factory", "expected"), CASES, ids=[c[0] for c in CASES])
+async def test_replay_recording(conformance_cassettes: Path, name: str, factory: Any,
+                                expected: list[tuple[Any, ...]]) -> None:
+    interactions = _interactions(conformance_cassettes / name)
+    assert len(interactions) == len(expected)
+    for interaction, want in zip(interactions, expected, strict=True):
+        request = interaction["request"]
+        stream = bool(json.loads(request["body"]).get("stream"))
+        for chunk in (None, 7) if stream else (None,):
+            rec = Recorder(_response(interaction, chunk))
+            provider = factory(rec, stream)
+            with guard.allow_model_requests(False), guard.replaying():
+                _, message = await collect(provider, Context(messages=[UserMessage(content="x")]))
+            _check(message, want)
+            # our adapter called the same endpoint the recording was made against
+            assert rec.requests[0].url.path == urlsplit(request["uri"]).path
+            assert bool(json.loads(rec.requests[0].content).get("stream")) is stream
+
+
+def test_every_recording_is_covered(conformance_cassettes: Path) -> None:
+    names = {str(p.relative_to(conformance_cassettes)) for p in conformance_cassettes.rglob("*.yaml")}
+    assert names == set(CHAT) | set(RESPONSES) | set(ANTHROPIC)
