@@ -1,0 +1,72 @@
+"""pytest collects scenario files as test items (via the installed pytest11 plugin)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+PASSING = """
+prompt: hi
+tools: [{name: t, returns: ok}]
+script:
+  - calls: [{name: t}]
+  - done
+expect: {termination: completed, tool_results: [{name: t, text: ok}]}
+"""
+
+
+def test_scenario_files_are_collected_and_run(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", scenario_pass=PASSING)
+    pytester.makefile(".scenario.yaml", other=PASSING)
+    pytester.makefile(".yaml", plain="just: data\n")  # not a scenario name: ignored
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*scenario_pass.yaml::pass PASSED*"])
+    result.stdout.fnmatch_lines(["*other.scenario.yaml::other PASSED*"])
+
+
+def test_failure_shows_the_failed_expectation_and_the_timeline(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", scenario_bad="prompt: hi\nscript: [hello]\nexpect: {final_text: bye}\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*scenario: bad*",
+        "scenario 'bad' failed (*scenario_bad.yaml)",
+        "  - expect.final_text: expected 'bye', got 'hello'",
+        "timeline:",
+        "*agent_start",
+    ])
+    assert "Traceback" not in result.stdout.str()
+    assert "def runtest" not in result.stdout.str()  # the report, not the plugin's source
+
+
+def test_invalid_file_fails_its_item_with_positions(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", scenario_broken="prompt: hi\nscript: [x]\nexpect: {model_calls: lots}\n")
+    pytester.makefile(".yaml", scenario_fine="prompt: hi\nscript: [x]\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "invalid scenario file:",
+        "*scenario_broken.yaml:3:23: expect.model_calls: expected an integer, got 'lots'",
+    ])
+
+
+def test_ini_option_adds_glob_patterns(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nopenprogram_scenarios =\n    flows/*.yaml\n")
+    flows = pytester.mkdir("flows")
+    (flows / "checkout.yaml").write_text(PASSING)
+    pytester.makefile(".yaml", elsewhere=PASSING)  # not matched by the glob
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*flows/checkout.yaml::checkout PASSED*"])
+
+
+def test_snapshot_update_flag_writes_scenario_snapshots(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", scenario_snap="prompt: hi\nscript: [x]\nexpect: {snapshot: true}\n")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(failed=1)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", "--snapshot-update").assert_outcomes(
+        passed=1
+    )
+    assert (pytester.path / "__snapshots__" / "scenario_snap.txt").is_file()
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
