@@ -570,7 +570,7 @@ def record(
     from openprogram.providers import guard, provider_from_env
 
     from .cassettes import use_cassette
-    from .scenarios import _build_tool, build_schedule
+    from .scenarios import build_schedule, build_tools
     from .trace import run_loop_sync
 
     adapter = provider_from_env(provider)
@@ -580,7 +580,7 @@ def record(
         trace = run_loop_sync(
             adapter,
             scenario.prompt_list,
-            tools=[_build_tool(t) for t in scenario.tools],
+            tools=build_tools(scenario, adapter, model or default_model),
             schedule=build_schedule(scenario),
             system_prompt=scenario.system_prompt,
             model=model or default_model,

@@ -75,14 +75,27 @@ def _exception_type(name: str) -> type[Exception]:
     return found
 
 
+class AgenticDef(_Strict):
+    """The tool is an agentic function: its body runs a nested ``Runtime.aexec`` on the *same*
+    provider (so the nested rounds consume the next turns of the same model script) and returns
+    the nested run's final text.  ``prompt`` is a ``str.format`` template over the call's
+    arguments; ``tools`` names scenario tools offered to the nested run (default: none)."""
+
+    prompt: str
+    tools: list[str] = Field(default_factory=list)
+    max_iterations: int | None = None
+
+
 class Outcome(_Strict):
-    """What one tool call does: exactly one of ``returns``, ``raises``, ``echo``; ``sleep`` first
-    (seconds; combine with ``tool_timeout_s`` to test timeouts), ``updates`` are emitted through
-    ``on_update`` before the result, ``is_error`` marks a returned value as an error result."""
+    """What one tool call does: exactly one of ``returns``, ``raises``, ``echo``, ``agentic``;
+    ``sleep`` first (seconds; combine with ``tool_timeout_s`` to test timeouts), ``updates`` are
+    emitted through ``on_update`` before the result, ``is_error`` marks a returned value as an
+    error result."""
 
     returns: Any = None
     raises: str | RaiseSpec | None = None
     echo: bool = False
+    agentic: AgenticDef | None = None
     sleep: float | None = Field(default=None, ge=0)
     updates: list[Any] = Field(default_factory=list)
     is_error: bool = False
@@ -92,8 +105,12 @@ class Outcome(_Strict):
         given = [n for n in ("returns", "raises") if n in self.model_fields_set]
         if self.echo:
             given.append("echo")
+        if self.agentic is not None:
+            given.append("agentic")
         if len(given) > 1:
-            raise ValueError(f"give only one of returns/raises/echo, got {', '.join(given)}")
+            raise ValueError(
+                f"give only one of returns/raises/echo/agentic, got {', '.join(given)}"
+            )
         return self
 
 
@@ -113,7 +130,7 @@ class ToolDef(Outcome):
     def _sequence_alone(self) -> ToolDef:
         if self.sequence is not None:
             clash = [
-                n for n in ("returns", "raises", "echo", "sleep", "updates", "is_error")
+                n for n in ("returns", "raises", "echo", "agentic", "sleep", "updates", "is_error")
                 if n in self.model_fields_set
             ]
             if clash:
@@ -411,6 +428,17 @@ class Scenario(_Strict):
                     problems.append((where, (
                         f"the call is marked 'unknown_tool: true' but tool {c.name!r} is declared"
                     )))
+        for i, tool in enumerate(self.tools):
+            outcomes = [(("tools", i), tool)] + [
+                (("tools", i, "sequence", k), o) for k, o in enumerate(tool.sequence or [])
+            ]
+            for loc, outcome in outcomes:
+                for j, name in enumerate(outcome.agentic.tools if outcome.agentic else []):
+                    if name not in declared:
+                        problems.append(((*loc, "agentic", "tools", j), (
+                            f"the nested run offers tool {name!r}, which is not declared in "
+                            "'tools'"
+                        )))
         choice = self.options.tool_choice
         if isinstance(choice, FunctionChoice) and choice.name not in declared:
             problems.append((("options", "tool_choice", "name"), (
@@ -977,7 +1005,6 @@ async def _execute(scenario: Scenario) -> tuple[Any, Any]:
     if isinstance(choice, FunctionChoice):
         choice = {"type": "function", "name": choice.name}
     kwargs: dict[str, Any] = dict(
-        tools=[_build_tool(t) for t in scenario.tools],
         schedule=build_schedule(scenario),
         system_prompt=scenario.system_prompt,
         max_iterations=options.max_iterations,
@@ -988,7 +1015,10 @@ async def _execute(scenario: Scenario) -> tuple[Any, Any]:
     )
     if scenario.cassette is None:
         provider = build_provider(scenario)
-        trace = await run_loop(provider, scenario.prompt_list, model=options.model, **kwargs)
+        tools = build_tools(scenario, provider, options.model)
+        trace = await run_loop(
+            provider, scenario.prompt_list, model=options.model, tools=tools, **kwargs
+        )
         return trace, provider
     from .cassettes import use_cassette
 
@@ -1015,7 +1045,8 @@ async def _execute(scenario: Scenario) -> tuple[Any, Any]:
         allow_unplayed=cassette.allow_unplayed,
         mutations=mutations,
     ):
-        trace = await run_loop(adapter, scenario.prompt_list, model=model, **kwargs)
+        tools = build_tools(scenario, adapter, model)
+        trace = await run_loop(adapter, scenario.prompt_list, model=model, tools=tools, **kwargs)
     return trace, None
 
 
@@ -1069,7 +1100,21 @@ def build_schedule(scenario: Scenario) -> Any:
     return schedule
 
 
-def _build_tool(defn: ToolDef) -> dict[str, Any]:
+def build_tools(scenario: Scenario, provider: Any = None, model: str = "test-model") -> list[Any]:
+    """The scenario's tools as dict-form tools.  ``provider``/``model`` serve ``agentic`` tools
+    (their nested runs); without a provider an agentic tool fails when called."""
+    built: dict[str, dict[str, Any]] = {}
+    for defn in scenario.tools:
+        built[defn.name] = _build_tool(defn, provider, model, built)
+    return list(built.values())
+
+
+def _build_tool(
+    defn: ToolDef,
+    provider: Any = None,
+    model: str = "test-model",
+    others: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A dict-form tool whose ``execute`` plays the declared behaviour."""
     from openprogram.tools import ToolResult, to_json_text
 
@@ -1091,7 +1136,10 @@ def _build_tool(defn: ToolDef) -> dict[str, Any]:
             raise _exception_type(spec.type)(spec.message) if spec.message else _exception_type(
                 spec.type
             )()
-        value = arguments if outcome.echo else outcome.returns
+        if outcome.agentic is not None:
+            value = await _run_nested(outcome.agentic, arguments, provider, model, others or {})
+        else:
+            value = arguments if outcome.echo else outcome.returns
         if outcome.is_error:
             text = value if isinstance(value, str) else "" if value is None else to_json_text(value)
             return ToolResult(content=text, is_error=True)
@@ -1102,6 +1150,30 @@ def _build_tool(defn: ToolDef) -> dict[str, Any]:
         "spec": {"name": defn.name, "description": defn.description, "parameters": defn.parameters},
         "execute": execute,
     }
+
+
+async def _run_nested(
+    agentic: AgenticDef,
+    arguments: dict[str, Any],
+    provider: Any,
+    model: str,
+    tools: dict[str, dict[str, Any]],
+) -> Any:
+    """The body of an ``agentic`` tool: a nested ``Runtime.aexec`` on the same provider."""
+    if provider is None:
+        raise RuntimeError("an agentic tool needs the scenario's provider")
+    from openprogram.runtime import Runtime
+
+    try:
+        content = agentic.prompt.format(**arguments)
+    except (KeyError, IndexError) as exc:
+        raise ValueError(f"the agentic prompt needs the argument {exc}") from None
+    runtime = Runtime(provider, model=model)
+    return await runtime.aexec(
+        content,
+        tools=[tools[name] for name in agentic.tools],
+        max_iterations=agentic.max_iterations,
+    )
 
 
 def _build_mutation(m: Mutation) -> Any:
@@ -1363,6 +1435,7 @@ _MODEL_NAMES = {
 __all__ = [
     "SCENARIO_PATTERNS",
     "SCHEMA_VERSION",
+    "AgenticDef",
     "CallDef",
     "CallPosition",
     "CassetteRef",
@@ -1383,6 +1456,7 @@ __all__ = [
     "arun_scenario",
     "build_provider",
     "build_schedule",
+    "build_tools",
     "check_expectations",
     "event_tokens",
     "is_scenario_file",

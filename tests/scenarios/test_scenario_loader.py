@@ -218,7 +218,7 @@ def test_shape_rules_are_reported_at_the_enclosing_mapping() -> None:
 
 def test_tool_behaviour_rules() -> None:
     assert error_of("prompt: hi\ntools: [{name: t, returns: 1, echo: true}]\nscript: [x]\n") == (
-        "s.yaml:2:9: tools[0]: give only one of returns/raises/echo, got returns, echo"
+        "s.yaml:2:9: tools[0]: give only one of returns/raises/echo/agentic, got returns, echo"
     )
     assert error_of(
         "prompt: hi\ntools: [{name: t, returns: 1, sequence: [{returns: 2}]}]\nscript: [x]\n"
@@ -312,3 +312,15 @@ def test_model_round_trips_through_yaml_dump(tmp_path: Path) -> None:
     path = tmp_path / "scenario_rt.yaml"
     path.write_text(yaml.safe_dump(scenario.model_dump(mode="json", exclude_defaults=True)))
     assert load_scenario(path).model_dump() == scenario.model_dump()
+
+
+def test_agentic_tool_rules() -> None:
+    assert error_of(
+        "prompt: hi\ntools:\n  - name: a\n    agentic: {prompt: p, tools: [a, zz]}\nscript: [x]\n"
+    ) == (
+        "s.yaml:4:37: tools[0].agentic.tools[1]: the nested run offers tool 'zz', which is not "
+        "declared in 'tools'"
+    )
+    assert error_of(
+        "prompt: hi\ntools: [{name: a, echo: true, agentic: {prompt: p}}]\nscript: [x]\n"
+    ) == "s.yaml:2:9: tools[0]: give only one of returns/raises/echo/agentic, got echo, agentic"

@@ -269,3 +269,28 @@ def test_cassette_recorded_for_another_api_is_rejected(tmp_path: Path) -> None:
     (failure,) = run_scenario(load_scenario(path)).failures
     assert failure.startswith("the run raised ValueError: cassette ")
     assert "not the openai_chat endpoint (/chat/completions)" in failure
+
+
+def test_agentic_tool_runs_a_nested_loop_on_the_same_script() -> None:
+    result = run(
+        tools=[
+            {"name": "outer", "parameters": {"type": "object", "properties": {"x": {}}},
+             "agentic": {"prompt": "inner {x}"}},
+            {"name": "broken", "agentic": {"prompt": "needs {missing}"}},
+        ],
+        script=[
+            {"calls": [{"name": "outer", "args": {"x": "1"}}, {"name": "broken"}]},
+            "nested answer",
+            "outer answer",
+        ],
+        expect={"final_text": "outer answer"},
+    )
+    assert result.passed, result.failure_text
+    nested_request = result.trace.requests[1]
+    assert [m.text for m in nested_request.messages] == ["inner 1"]
+    assert nested_request.tools == []
+    got = [(r.tool_name, r.is_error, r.text) for r in result.trace.tool_results]
+    assert got == [
+        ("outer", False, "nested answer"),
+        ("broken", True, "the agentic prompt needs the argument 'missing'"),
+    ]
