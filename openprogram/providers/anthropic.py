@@ -15,7 +15,8 @@ Requests: ``max_tokens`` is required by the API; ``options.max_tokens`` or
 merged into one turn (the API wants alternating roles); thinking blocks go back with their
 signature (unsigned thinking, e.g. from another provider, is dropped); assistant messages that
 ended in ``error``/``aborted`` are left out.  ``options.extras`` go to the SDK's ``extra_body``
-(e.g. ``{"thinking": {"type": "enabled", "budget_tokens": 2048}}``).
+(e.g. ``{"thinking": {"type": "enabled", "budget_tokens": 2048}}``), and so does
+``options.temperature``: anthropic 2.x's ``messages.create()`` has no ``temperature`` keyword.
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ class AnthropicProvider(SDKProvider):
         }
         if context.system_prompt:
             params["system"] = context.system_prompt
+        extra: dict[str, Any] = {}
         if options.temperature is not None:
-            params["temperature"] = options.temperature
-        if options.extras:
-            params["extra_body"] = dict(options.extras)
+            # Not a keyword of this SDK's messages.create(); the HTTP API still takes it.
+            extra["temperature"] = options.temperature
+        extra.update(options.extras)
+        if extra:
+            params["extra_body"] = extra
         return params
 
     async def _call(self, client: Any, params: dict[str, Any], stream: bool) -> Any:
