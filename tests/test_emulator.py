@@ -62,17 +62,32 @@ def emu() -> Iterator[ProviderEmulator]:
 _TLS = ssl.create_default_context()
 
 
+_CLIENTS: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> Any:
+    """Close every SDK client a test made while its event loop still runs."""
+    yield
+    while _CLIENTS:
+        await _CLIENTS.pop().close()
+
+
 def oai(emu: ProviderEmulator, **kw: Any) -> openai.AsyncOpenAI:
     kw.setdefault("max_retries", 0)
-    return openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test",
-                              http_client=openai.DefaultAsyncHttpxClient(verify=_TLS), **kw)
+    client = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test",
+                                http_client=openai.DefaultAsyncHttpxClient(verify=_TLS), **kw)
+    _CLIENTS.append(client)
+    return client
 
 
 def ant(emu: ProviderEmulator, **kw: Any) -> anthropic.AsyncAnthropic:
     kw.setdefault("max_retries", 0)
-    return anthropic.AsyncAnthropic(base_url=emu.anthropic_base_url, api_key="test",
-                                    http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS),
-                                    **kw)
+    client = anthropic.AsyncAnthropic(
+        base_url=emu.anthropic_base_url, api_key="test",
+        http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS), **kw)
+    _CLIENTS.append(client)
+    return client
 
 
 # -- a normalised view of one SDK response ---------------------------------------------------
