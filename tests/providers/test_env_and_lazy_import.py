@@ -1,0 +1,70 @@
+"""provider_from_env, and importing openprogram never imports an SDK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from openprogram.providers import provider_from_env
+
+
+def test_importing_openprogram_does_not_import_sdks() -> None:
+    code = (
+        "import sys, openprogram, openprogram.providers\n"
+        "from openprogram.providers import guard, provider_from_env, wire\n"
+        "import openprogram.providers.openai_chat, openprogram.providers.openai_responses\n"
+        "import openprogram.providers.anthropic\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx2'))\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize(("api", "var"), [("openai", "OPENAI_API_KEY"),
+                                          ("openai-responses", "OPENAI_API_KEY"),
+                                          ("anthropic", "ANTHROPIC_API_KEY")])
+def test_missing_key_is_a_clear_error(clean_env: pytest.MonkeyPatch, api: str, var: str) -> None:
+    with pytest.raises(ValueError, match=f"{var} is not set: export it"):
+        provider_from_env(api)
+
+
+def test_openai_from_env(clean_env: pytest.MonkeyPatch) -> None:
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+
+    clean_env.setenv("OPENAI_API_KEY", "sk-fake-for-test")
+    clean_env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    provider = provider_from_env("openai")
+    assert isinstance(provider, OpenAIChatProvider) and provider.streaming
+    assert provider.client.api_key == "sk-fake-for-test"
+    assert provider.base_url == "http://127.0.0.1:1/v1/"
+    assert provider.client.max_retries == 0
+
+
+def test_responses_and_anthropic_from_env(clean_env: pytest.MonkeyPatch) -> None:
+    from openprogram.providers.anthropic import AnthropicProvider
+    from openprogram.providers.openai_responses import OpenAIResponsesProvider
+
+    clean_env.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+    provider = provider_from_env("anthropic", stream=False, max_retries=2)
+    assert isinstance(provider, AnthropicProvider) and not provider.streaming
+    assert provider.client.api_key == "sk-ant-fake" and provider.client.max_retries == 2
+    # explicit arguments win over the environment
+    responses = provider_from_env("openai_responses", api_key="sk-explicit", base_url="http://localhost:2/v1")
+    assert isinstance(responses, OpenAIResponsesProvider)
+    assert responses.client.api_key == "sk-explicit"
+    assert responses.base_url.startswith("http://localhost:2/v1")
+
+
+def test_unknown_api(clean_env: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="unknown provider API 'gemini'"):
+        provider_from_env("gemini")
