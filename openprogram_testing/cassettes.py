@@ -131,12 +131,13 @@ class CassetteLeakError(CassetteError):
     """A secret would have been written to a cassette; nothing was written."""
 
 
-class CassetteMismatch(BaseException):
+class CassetteMismatch(CassetteError):
     """A request has no unplayed matching interaction in a replay-only cassette.
 
-    Derives from ``BaseException`` (like the real-call guard's ``ModelRequestsBlocked``) so the
-    SDKs' retry loops and the adapters' ``except Exception`` cannot turn it into a quiet error
-    turn; it is also re-raised when the cassette closes, in case something swallowed it."""
+    Raised inside the HTTP transport, so an SDK may wrap it (the OpenAI and Anthropic SDKs turn
+    it into a connection error, which an adapter turns into an error turn: fast, never a hang).
+    The session keeps the message and raises it again when the cassette closes, so a mismatch
+    always fails the test with the full explanation."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,6 +575,18 @@ class CassetteSession:
     def interactions(self) -> int:
         return len(self._vcr_cassette.data) if self._vcr_cassette is not None else 0
 
+    def rewind(self, *, mutations: MutationSpec | None = None) -> None:
+        """Mark every interaction unplayed again (and optionally swap the mutations), so one
+        open cassette can replay the same recording many times: cheaper than reopening it, e.g.
+        when sweeping a fault over every frame."""
+        if self._vcr_cassette is None:
+            raise CassetteError("rewind() needs an open cassette (inside `with use_cassette(...)`)")
+        if mutations is not None:
+            self.mutations = _check_mutations(mutations)
+        self._vcr_cassette.rewind()
+        self.played.clear()
+        self.mismatches.clear()
+
     @property
     def unplayed(self) -> list[int]:
         if self._vcr_cassette is None:
@@ -628,6 +641,8 @@ class CassetteSession:
         assert self._stack is not None
         self._stack.close()  # saves (recording modes) and unpatches
         if exc_type is not None:
+            if self.mismatches and exc is not None and not isinstance(exc, CassetteError):
+                exc.add_note(f"(cassette) a request did not match: {self.mismatches[0]}")
             return
         if self.mismatches:
             raise CassetteError(
@@ -649,7 +664,8 @@ class CassetteSession:
 
     # ---- recording hooks
     def _before_record_request(self, request: Any) -> Any:
-        request = copy.deepcopy(request)
+        request = copy.copy(request)  # the caller's request stays as it is
+        request.headers = dict(request.headers.items())
         for name in list(request.headers):
             if name.lower() in SECRET_HEADERS:
                 value = request.headers[name]
