@@ -167,6 +167,17 @@ class SDKProvider:
     def base_url(self) -> str:
         return str(self.client.base_url)
 
+    async def aclose(self) -> None:
+        """Close the SDK client (its HTTP connection pool).  Also a client passed in."""
+        if self._client is not None:
+            await self._client.close()
+
+    async def __aenter__(self) -> SDKProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     async def stream(
         self, model: str, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
