@@ -230,11 +230,34 @@ def _run_all(files: list[Path], workers: int, update: bool) -> list[dict[str, An
                         rows[f] = _error_row(f, f"the worker failed: {type(exc).__name__}: {exc}")
                     progress.update(task, advance=1, description=f.name)
         else:
+            progress.update(task, description="loading provider SDKs")
+            _preload_sdks(files)
             for f in files:
                 progress.update(task, description=f.name)
                 rows[f] = run_one(str(f), update)
                 progress.update(task, advance=1)
     return [rows[f] for f in files]
+
+
+def _preload_sdks(files: list[Path]) -> None:
+    """Import the SDKs the cassette scenarios need up front, so a one-off import of several
+    seconds is not billed to whichever scenario happens to run first."""
+    import importlib
+
+    modules = {"openai_chat": "openai", "openai_responses": "openai", "anthropic": "anthropic"}
+    wanted: set[str] = set()
+    for f in files:
+        try:
+            scenario = load_scenario(f)
+        except ScenarioError:
+            continue
+        if scenario.cassette is not None:
+            wanted.add(modules[scenario.cassette.api])
+    for name in sorted(wanted):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # the scenario itself reports the missing SDK
 
 
 def _report(rows: list[dict[str, Any]], elapsed: float, verbose: bool) -> None:
