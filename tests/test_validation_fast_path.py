@@ -1,0 +1,82 @@
+"""The JSON Schema fast path in ``openprogram.tools`` (a performance change, see bench/RESULTS.md):
+it may only accept what jsonschema accepts, and every result of the validator must equal the
+plain-jsonschema result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from openprogram.tools import _fast_acceptor, json_schema_validator
+
+SCALARS = ["string", "integer", "number", "boolean", "null"]
+values = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, width=32),
+    st.sampled_from([1.0, 2.0, -0.0]), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+names = st.sampled_from(["a", "b", "c", "d"])
+prop_schemas = st.one_of(
+    st.builds(lambda t: {"type": t}, st.sampled_from(SCALARS)),
+    st.builds(lambda t: {"type": t, "title": "T", "description": "d"}, st.sampled_from(SCALARS)),
+    st.just({}),
+    st.just({"description": "anything"}),
+)
+
+
+@st.composite
+def schemas(draw: Any) -> dict[str, Any]:
+    props = draw(st.dictionaries(names, prop_schemas, max_size=4))
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if draw(st.booleans()):
+        schema["required"] = draw(st.lists(names, max_size=3, unique=True))
+    extra = draw(st.sampled_from([None, True, False]))
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    return schema
+
+
+def _reference(schema: dict[str, Any], args: Any) -> list[tuple[str, str]]:
+    v = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    errors = sorted(v.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [(".".join(map(str, e.absolute_path)) or "root", e.message) for e in errors]
+
+
+@settings(max_examples=300, deadline=None)
+@given(schemas(), st.dictionaries(names, values, max_size=4))
+def test_fast_path_never_accepts_what_jsonschema_rejects(schema: dict[str, Any], args: Any) -> None:
+    accepts = _fast_acceptor(schema)
+    assert accepts is not None  # every generated schema is in the supported subset
+    reference = _reference(schema, args)
+    if accepts(args):
+        assert reference == []
+    assert json_schema_validator(schema)(args) == (args, reference)
+
+
+def test_integral_float_still_accepted_through_jsonschema() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    accepts = _fast_acceptor(schema)
+    assert accepts is not None and not accepts({"a": 1.0}) and accepts({"a": 1})
+    assert json_schema_validator(schema)({"a": 1.0}) == ({"a": 1.0}, [])
+    assert json_schema_validator(schema)({"a": True})[1] == [("a", "True is not of type 'integer'")]
+
+
+def test_schemas_outside_the_subset_have_no_fast_path() -> None:
+    for schema in (
+        {"type": "object", "properties": {"a": {"type": "string", "format": "date"}}},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}},
+        {"type": "object", "properties": {"a": {"enum": [1, 2]}}},
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        {"type": "object", "$defs": {}},
+        {"properties": {"a": {"type": "integer"}}},
+        {"type": "object", "properties": {"a": {"type": ["integer", "null"]}}},
+    ):
+        assert _fast_acceptor(schema) is None, schema
+    # ...and they are still fully validated
+    v = json_schema_validator(
+        {"type": "object", "properties": {"a": {"type": "string", "format": "date"}}}
+    )
+    assert v({"a": "not-a-date"})[1] == [("a", "'not-a-date' is not a 'date'")]
