@@ -642,12 +642,12 @@ class CassetteSession:
         self._stack.close()  # saves (recording modes) and unpatches
         if exc_type is not None:
             if self.mismatches and exc is not None and not isinstance(exc, CassetteError):
-                exc.add_note(f"(cassette) a request did not match: {self.mismatches[0]}")
+                exc.add_note(f"(cassette) a request could not be answered: {self.mismatches[0]}")
             return
         if self.mismatches:
             raise CassetteError(
-                "a request did not match the cassette (the error was caught by the code under "
-                "test):\n" + self.mismatches[0]
+                "a request could not be answered from the cassette (the error was caught by "
+                "the code under test):\n" + self.mismatches[0]
             )
         if self.record_mode != "all" and not self.allow_unplayed and self.unplayed:
             raise CassetteError(self._explain_unplayed())
@@ -784,7 +784,9 @@ class CassetteSession:
             try:
                 apply_mutations(response, mutations)
             except FaultError as exc:
-                raise CassetteError(f"cassette {self.path}, interaction {index}: {exc}") from None
+                error = CassetteError(f"cassette {self.path}, interaction {index}: {exc}")
+                self.mismatches.append(str(error))
+                raise error from None
         pieces = response.pieces() if mutations else [(0.0, response.body_bytes())]
         stream = _stream_class(httpx)(pieces, response.disconnect)
         reason = response.reason

@@ -525,14 +525,15 @@ class HttpError(Mutation):
                 }.get(self.status, "api_error")
                 body = {"type": "error", "error": {"type": kind, "message": message}}
             else:
-                body = {
-                    "error": {
-                        "message": message,
-                        "type": "server_error" if self.status >= 500 else "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                }
+                kind, code = {
+                    401: ("invalid_request_error", "invalid_api_key"),
+                    404: ("invalid_request_error", "model_not_found"),
+                    429: ("requests", "rate_limit_exceeded"),
+                }.get(
+                    self.status,
+                    ("server_error" if self.status >= 500 else "invalid_request_error", None),
+                )
+                body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
         response.status = self.status
         response.reason = _reason(self.status)
         response.headers = {"content-type": ["application/json"]}
