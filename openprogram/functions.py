@@ -73,9 +73,10 @@ class Function:
         if isinstance(unsafe_for, str) or isinstance(toolsets, str):
             raise TypeError("unsafe_for= and toolsets= take a tuple of names, not a single string")
         self.fn = fn
-        self.name = name if name is not None else getattr(fn, "__name__", None)
-        if not isinstance(self.name, str) or not self.name:
+        derived = name if name is not None else getattr(fn, "__name__", None)
+        if not isinstance(derived, str) or not derived:
             raise TypeError(f"cannot derive a tool name for {fn!r}: pass name=")
+        self.name: str = derived
         self.exposed = bool(exposed)
         self.unsafe_for = frozenset(unsafe_for)
         self.toolsets = tuple(toolsets)
@@ -281,9 +282,13 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         return "", {}
     import docstring_parser
 
-    first = doc.strip().split("\n\n", 1)[0]
-    first_line = first.strip().splitlines()[0] if first.strip() else ""
-    starts_with_section = first_line.endswith(":") and first_line[:-1].lower() in _SECTIONS
+    summary_lines: list[str] = []
+    for line in doc.strip().splitlines():
+        stripped = line.strip()
+        if not stripped or (stripped.endswith(":") and stripped[:-1].lower() in _SECTIONS):
+            break
+        summary_lines.append(stripped)
+    starts_with_section = not summary_lines
     # docstring_parser reads a leading section header as the summary: give it a placeholder.
     parsed = docstring_parser.parse("_\n\n" + doc if starts_with_section else doc)
     args = {
@@ -293,9 +298,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         and p.args[0] in ("param", "parameter", "arg", "argument", "key", "keyword")
         and p.description
     }
-    if starts_with_section:
-        return "", args
-    return " ".join(first.split()), args
+    return " ".join(summary_lines), args
 
 
 _SECTIONS = frozenset(
@@ -414,7 +417,8 @@ def _pydantic_validator(
         param: (annotation if required else NotRequired[annotation])
         for param, (annotation, required) in typed_fields.items()
     }
-    arguments_type: Any = TypedDict(_model_name(name) + "_arguments", annotations)  # type: ignore[operator]
+    make_typed_dict: Any = TypedDict  # the functional form, with a computed name
+    arguments_type: Any = make_typed_dict(_model_name(name) + "_arguments", annotations)
     arguments_type.__pydantic_config__ = ConfigDict(extra="allow" if allow_extra else "forbid")
     validate_python = TypeAdapter(arguments_type).validator.validate_python
 

@@ -287,6 +287,7 @@ class Runtime:
                 "already running: an @agentic_function probably calls runtime.exec without end "
                 "(raise max_depth= on the Runtime if the nesting is intended)"
             )
+        _check_content(content)
         menu = self._resolve_menu(tools, toolset, tools_source, tools_allow, tools_deny)
         names = [t.name for t in menu]
         choice = validate_tool_choice(tool_choice, names)
@@ -575,6 +576,24 @@ def validate_tool_choice(tool_choice: Any, tool_names: Sequence[str]) -> ToolCho
     )
 
 
+def _check_content(content: Any) -> None:
+    if isinstance(content, str | UserMessage):
+        return
+    if isinstance(content, Sequence) and not isinstance(content, bytes):
+        if not content:
+            raise ValueError("exec needs content: got an empty list of messages")
+        for item in content:
+            if not isinstance(item, str | UserMessage):
+                raise TypeError(
+                    f"exec content must be strings or UserMessages, got {type(item).__name__}"
+                )
+        return
+    raise TypeError(
+        f"exec content must be a string, a UserMessage or a list of them, "
+        f"got {type(content).__name__}"
+    )
+
+
 def choice_instruction(choices: Sequence[_Choice]) -> str:
     lines = [f"Pick exactly one of these choices by calling the `{CHOOSE_TOOL}` tool:"]
     for c in choices:
@@ -665,11 +684,20 @@ def _describe_attempt(last: AssistantMessage | None, results: list[ToolResultMes
     parts = []
     for i, call in enumerate(calls):
         shown = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-        result = (
-            results[i].text.splitlines()[0] if i < len(results) and results[i].is_error else "ok"
-        )
+        result = _result_summary(results[i]) if i < len(results) else "no result"
         parts.append(f"{call.name}({shown}) -> {result}")
     return ", ".join(parts)
+
+
+def _result_summary(result: ToolResultMessage) -> str:
+    """``ok``, the validation problems (``choice: 'x' is not one of [...]``) or the error text."""
+    if not result.is_error:
+        return "ok"
+    lines = result.text.splitlines()
+    problems = [line[4:] for line in lines[1:] if line.startswith("  - ")]
+    if lines and lines[0].startswith("Validation failed") and problems:
+        return "invalid arguments: " + " / ".join(problems)
+    return lines[0] if lines else "error"
 
 
 __all__ = [

@@ -196,16 +196,33 @@ def test_invalid_twice_raises_decision_error():
     error = info.value
     assert error.choices == ["yes", "no"]
     assert error.attempts == [
-        'choose({"choice": "maybe"}) -> Validation failed for tool "choose":',
+        'choose({"choice": "maybe"}) -> invalid arguments: '
+        "choice: 'maybe' is not one of ['yes', 'no']",
         'pick({"choice": "no"}) -> Tool pick not found',
     ]
     assert str(error) == (
         "the model did not pick exactly one valid choice after 2 attempts (choices: yes, no); "
-        'attempt 1: choose({"choice": "maybe"}) -> Validation failed for tool "choose":; '
+        'attempt 1: choose({"choice": "maybe"}) -> invalid arguments: '
+        "choice: 'maybe' is not one of ['yes', 'no']; "
         'attempt 2: pick({"choice": "no"}) -> Tool pick not found'
     )
     assert runtime.last_run.choice is None
     assert runtime.last_run.model_calls == 3
+
+
+def test_text_twice_raises_decision_error():
+    provider = ScriptedProvider(["work", "Yes.", "Definitely yes."])
+    runtime = Runtime(provider, registry=Registry())
+    with pytest.raises(DecisionError) as info:
+        runtime.exec("decide", tools=[], choices=["yes", "no"])
+    assert info.value.attempts == [
+        "replied with text only: 'Yes.'",
+        "replied with text only: 'Definitely yes.'",
+    ]
+    assert [m.text for m in provider.requests[2].messages[-2:]] == [
+        "Yes.",
+        "You must call the `choose` tool with exactly one of: yes, no.",
+    ]
 
 
 def test_provider_error_during_the_decision_raises_provider_error():

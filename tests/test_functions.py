@@ -202,7 +202,12 @@ def test_docstring_first_paragraph_and_args_descriptions():
         (None, ("", {})),
         ("One line.", ("One line.", {})),
         ("Args:\n    a: only args.", ("", {"a": "only args."})),
-        ("Title.\n\nArgs:\n    a (int): first\n    b: second", ("Title.", {"a": "first", "b": "second"})),
+        (
+            "Title.\n\nArgs:\n    a (int): first\n    b: second",
+            ("Title.", {"a": "first", "b": "second"}),
+        ),
+        ("Title on\ntwo lines.\nArgs:\n    a: first", ("Title on two lines.", {"a": "first"})),
+        ("Summary.\n\nReturns:\n    x", ("Summary.", {})),
     ],
 )
 def test_parse_docstring(doc, expected):

@@ -246,6 +246,12 @@ def test_exec_argument_checks_before_any_model_call():
         runtime.exec("hi", parallel_tool_calls="no")
     with pytest.raises(TypeError, match="max_iterations must be an int or None"):
         runtime.exec("hi", max_iterations="3")
+    with pytest.raises(ValueError, match="exec needs content: got an empty list of messages"):
+        runtime.exec([])
+    with pytest.raises(TypeError, match="exec content must be a string, a UserMessage or a list"):
+        runtime.exec(42)
+    with pytest.raises(TypeError, match="exec content must be strings or UserMessages, got int"):
+        runtime.exec(["a", 1])
     assert provider.requests == []
 
 
