@@ -655,7 +655,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             raw = self._read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
-            plan = emulator._plan(method, self.path, headers, raw)
+            try:
+                plan = emulator._plan(method, self.path, headers, raw)
+            except Exception as exc:  # an emulator bug: answer and record it, never hang
+                log.exception("provider emulator: internal error")
+                msg = f"provider emulator internal error: {type(exc).__name__}: {exc}"
+                emulator.violations.append(EmulatorProtocolError(msg))
+                plan = _error_plan(_guess_api(self.path), 500, msg, "req_emu_internal")
             self._send(plan, emulator._stopping)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
             self.close_connection = True  # the client went away: nothing to answer

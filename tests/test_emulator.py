@@ -639,6 +639,7 @@ async def test_stall_times_the_client_out(emu, api, stream):
     started = time.monotonic()
     emu.stop()
     assert time.monotonic() - started < 10
+    assert _emulator_threads() == []  # the stalled handler ended, not abandoned
 
 
 async def test_latency_slows_every_frame_but_keeps_content(emu):
@@ -1022,3 +1023,30 @@ def test_fixture_fails_on_unplayed_turns_and_stops(pytester):
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*UnconsumedTurns*never requested*"])
+
+
+async def test_an_emulator_bug_is_a_clear_500_not_a_hang(emu, monkeypatch):
+    import openprogram_testing.emulator as module
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("parser exploded")
+
+    monkeypatch.setattr(module, "_model_request", broken)
+    emu.add("x")
+    with pytest.raises(openai.InternalServerError, match=r"internal error.*parser exploded"):
+        await ask(emu, "openai_chat", True)
+    with pytest.raises(EmulatorProtocolError, match="parser exploded"):
+        emu.assert_complete()
+
+
+def test_readme_emulator_example_runs(pytester):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Provider emulator"):]
+    code = section[section.index("```python\n") + 10:]
+    code = code[: code.index("```")]
+    pytester.makepyfile(test_readme_example=code)
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
