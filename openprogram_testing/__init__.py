@@ -18,6 +18,7 @@ from .assertions import (
     check_rechunk_invariance,
     find_violations,
 )
+from .emulator import EmulatorRequest, Fault, ProviderEmulator
 from .scripted import (
     ModelRequest,
     ScriptedCall,
@@ -39,9 +40,12 @@ from .trace import LoopTrace, render_snapshot, render_timeline, run_loop, run_lo
 
 __all__ = [
     "Delivery",
+    "EmulatorRequest",
+    "Fault",
     "InvariantViolation",
     "LoopTrace",
     "ModelRequest",
+    "ProviderEmulator",
     "ScheduleEntry",
     "ScriptError",
     "ScriptedCall",

@@ -1219,6 +1219,10 @@ _Parsed: TypeAlias = tuple[
 ]
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -1250,7 +1254,7 @@ def _user_content(content: Any) -> str | list[UserContent]:
             if m:
                 out.append(ImageContent(data_b64=m["data"], mime_type=m["mime"]))
         elif kind == "image":
-            src = b.get("source") if isinstance(b.get("source"), dict) else {}
+            src = _dict(b.get("source"))
             if src.get("type") == "base64":
                 out.append(ImageContent(data_b64=str(src.get("data", "")),
                                         mime_type=str(src.get("media_type", ""))))
@@ -1306,7 +1310,7 @@ def _parse_chat(body: dict[str, Any]) -> _Parsed:
             if text:
                 blocks.append(TextContent(text=text))
             for tc in _dicts(m.get("tool_calls")):
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = _dict(tc.get("function"))
                 call = _call(tc.get("id"), fn.get("name"), fn.get("arguments"))
                 names[call.id] = call.name
                 blocks.append(call)
@@ -1490,7 +1494,7 @@ def _load_cassette(path: str | Any) -> list[dict[str, Any]]:
     import gzip
     from pathlib import Path
 
-    import yaml
+    import yaml  # type: ignore[import-untyped,unused-ignore]
 
     file = Path(path)
     try:
