@@ -16,20 +16,17 @@ expect: {termination: completed, tool_results: [{name: t, text: ok}]}
 """
 
 
-def test_scenario_files_are_collected_and_run(pytester: pytest.Pytester) -> None:
+def test_scenario_files_become_items_with_readable_failures(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", scenario_pass=PASSING)
     pytester.makefile(".scenario.yaml", other=PASSING)
     pytester.makefile(".yaml", plain="just: data\n")  # not a scenario name: ignored
+    pytester.makefile(".yaml", scenario_bad="prompt: hi\nscript: [hello]\nexpect: {final_text: bye}\n")
+    pytester.makefile(".yaml", scenario_broken="prompt: hi\nscript: [x]\nexpect: {model_calls: lots}\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-v")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*scenario_pass.yaml::pass PASSED*"])
     result.stdout.fnmatch_lines(["*other.scenario.yaml::other PASSED*"])
-
-
-def test_failure_shows_the_failed_expectation_and_the_timeline(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".yaml", scenario_bad="prompt: hi\nscript: [hello]\nexpect: {final_text: bye}\n")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1)
+    # a failed expectation: which one, then the timeline (not the plugin's source)
     result.stdout.fnmatch_lines([
         "*scenario: bad*",
         "scenario 'bad' failed (*scenario_bad.yaml)",
@@ -37,19 +34,13 @@ def test_failure_shows_the_failed_expectation_and_the_timeline(pytester: pytest.
         "timeline:",
         "*agent_start",
     ])
-    assert "Traceback" not in result.stdout.str()
-    assert "def runtest" not in result.stdout.str()  # the report, not the plugin's source
-
-
-def test_invalid_file_fails_its_item_with_positions(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".yaml", scenario_broken="prompt: hi\nscript: [x]\nexpect: {model_calls: lots}\n")
-    pytester.makefile(".yaml", scenario_fine="prompt: hi\nscript: [x]\n")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+    # an invalid file fails its item with the positioned message
     result.stdout.fnmatch_lines([
         "invalid scenario file:",
         "*scenario_broken.yaml:3:23: expect.model_calls: expected an integer, got 'lots'",
     ])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "def runtest" not in out
 
 
 def test_ini_option_adds_glob_patterns(pytester: pytest.Pytester) -> None:
@@ -64,9 +55,10 @@ def test_ini_option_adds_glob_patterns(pytester: pytest.Pytester) -> None:
 
 def test_snapshot_update_flag_writes_scenario_snapshots(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", scenario_snap="prompt: hi\nscript: [x]\nexpect: {snapshot: true}\n")
-    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(failed=1)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*expect.snapshot: no snapshot stored at *scenario_snap.txt*"])
     pytester.runpytest_inprocess("-p", "no:cacheprovider", "--snapshot-update").assert_outcomes(
         passed=1
     )
     assert (pytester.path / "__snapshots__" / "scenario_snap.txt").is_file()
-    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
