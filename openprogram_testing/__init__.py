@@ -19,6 +19,13 @@ from .assertions import (
     find_violations,
 )
 from .emulator import EmulatorRequest, Fault, ProviderEmulator
+from .scenarios import (
+    Scenario,
+    ScenarioError,
+    ScenarioResult,
+    load_scenario,
+    run_scenario,
+)
 from .scripted import (
     ModelRequest,
     ScriptedCall,
@@ -46,6 +53,9 @@ __all__ = [
     "LoopTrace",
     "ModelRequest",
     "ProviderEmulator",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioResult",
     "ScheduleEntry",
     "ScriptError",
     "ScriptedCall",
@@ -68,11 +78,13 @@ __all__ = [
     "cut_turn",
     "error_turn",
     "find_violations",
+    "load_scenario",
     "raising_turn",
     "render_snapshot",
     "render_timeline",
     "run_loop",
     "run_loop_sync",
+    "run_scenario",
     "think",
     "turn",
 ]
