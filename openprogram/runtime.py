@@ -34,9 +34,10 @@ import contextvars
 import enum
 import inspect
 import json
+import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -231,9 +232,7 @@ class Runtime:
             asyncio.get_running_loop()
         except RuntimeError:
             return _run_on_thread_loop(coroutine())
-        context = contextvars.copy_context()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openprogram-exec") as pool:
-            return pool.submit(context.run, lambda: asyncio.run(coroutine())).result()
+        return _run_on_helper_thread(contextvars.copy_context(), coroutine)
 
     # -- async ----------------------------------------------------------------------------------
     async def aexec(
@@ -530,6 +529,69 @@ def _run_on_thread_loop(coro: Any) -> Any:
             for leftover in leftovers:
                 leftover.cancel()
             loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+
+
+_Job = tuple[contextvars.Context, Callable[[], Any], "Future[Any]"]
+
+
+def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    """A helper thread's body: run each job's coroutine on this thread's loop, in the job's
+    context, until the owner goes away."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        context, make_coroutine, future = job
+        try:
+            future.set_result(context.run(_run_made, make_coroutine))
+        except BaseException as exc:  # handed to the waiting owner thread
+            future.set_exception(exc)
+        del job, context, make_coroutine, future
+
+
+def _run_made(make_coroutine: Callable[[], Any]) -> Any:
+    return _run_on_thread_loop(make_coroutine())
+
+
+class _Helper:
+    """The persistent helper thread of one owner thread (sync ``exec`` inside a running loop).
+
+    The owner is blocked while its helper works (it is waiting for the result), so one helper
+    per owner suffices; a nested sync ``exec`` on the helper gets the helper's own helper.  The
+    thread does not reference this object: when the owner thread ends, its thread-local data
+    is released, ``__del__`` posts the stop sentinel and the helper thread exits.
+    """
+
+    __slots__ = ("busy", "jobs")
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.busy = False
+        threading.Thread(
+            target=_serve, args=(self.jobs,), name="openprogram-exec", daemon=True
+        ).start()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self.jobs.put(None)
+
+
+_helpers = threading.local()
+
+
+def _run_on_helper_thread(context: contextvars.Context, make_coroutine: Callable[[], Any]) -> Any:
+    helper: _Helper | None = getattr(_helpers, "helper", None)
+    if helper is None:
+        helper = _helpers.helper = _Helper()
+    elif helper.busy:  # re-entered while waiting (not reachable from a blocked loop): own helper
+        helper = _Helper()
+    future: Future[Any] = Future()
+    helper.busy = True
+    try:
+        helper.jobs.put((context, make_coroutine, future))
+        return future.result()
+    finally:
+        helper.busy = False
 
 
 _STRING_CHOICES = ("auto", "required", "none")

@@ -8,7 +8,7 @@ import pytest
 
 from openprogram import Registry, Runtime, agentic_function, function
 from openprogram.runtime import _current_depth, _current_tools
-from openprogram_testing import ScriptedProvider, call, turn
+from openprogram_testing import ScriptedProvider, call, error_turn, turn
 from openprogram_testing.scripted import ModelRequest
 
 
@@ -276,3 +276,38 @@ def test_twenty_concurrent_threads_never_cross():
     assert errors == []
     assert results == {i: f"final inner {i} done" for i in range(20)}
     assert seen == {i: [f"worker_{i}", f"leaf_{i}"] for i in range(20)}
+
+
+def test_helper_thread_is_reused_and_errors_cross_back():
+    registry = Registry()
+    inner_threads = []
+
+    @agentic_function(registry=registry)
+    def ask(runtime, q: str) -> str:
+        """Ask the model a sub-question (sync body, sync exec)."""
+        return runtime.exec(q, tools=[])
+
+    def inner(request: ModelRequest) -> str:
+        inner_threads.append(threading.get_ident())
+        return "answer " + request.messages[0].text
+
+    provider = ScriptedProvider(
+        [
+            turn(call("ask", {"q": "one"}), call("ask", {"q": "two"}), call("ask", {"q": "three"})),
+            inner,
+            inner,
+            error_turn("boom", status=500),
+            "done",
+        ]
+    )
+    runtime = Runtime(provider, registry=registry)
+    assert runtime.exec("go", tools=[ask]) == "done"
+    provider.assert_complete()
+    assert len(inner_threads) == 2 and inner_threads[0] == inner_threads[1]
+    assert inner_threads[0] != threading.get_ident()
+    results = provider.requests[4].messages[-3:]
+    assert [(r.text, r.is_error) for r in results] == [
+        ("answer one", False),
+        ("answer two", False),
+        ("provider error (status 500): boom", True),
+    ]
