@@ -208,9 +208,10 @@ class Runtime:
 
         With no event loop running in this thread it runs on this thread's own reusable event
         loop (``asyncio.run`` would build and tear down a loop per call); inside a running loop
-        (a sync tool body, or async code) it runs the nested loop with ``asyncio.run`` on a
-        helper thread with a copy of the current context, so the nested call inherits the outer
-        tools and depth and cannot deadlock or hit "event loop is already running".
+        (a sync tool body, or async code) it runs the nested loop on a helper thread (one
+        persistent helper per calling thread, with its own loop) in a copy of the current
+        context, so the nested call inherits the outer tools and depth and cannot deadlock or hit
+        "event loop is already running".
         """
 
         def coroutine() -> Any:
