@@ -1,0 +1,85 @@
+"""The pytest side: the ``cassette`` fixture, the ``op_cassette`` marker and
+``--openprogram-record-mode``.
+
+The cassettes these tests replay live in the project's ``cassettes/`` folder and were recorded
+against the loopback provider emulator with ``--openprogram-record-mode=once`` (the same command
+records against the real APIs).  In the default mode (``none``) the emulator below is started but
+never reached: the cassette answers every request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openprogram.providers.openai_chat import OpenAIChatProvider
+from openprogram_testing.cassettes import CassetteSession
+from openprogram_testing.emulator import ProviderEmulator
+from openprogram_testing.faults import TruncateAfter
+from openprogram_testing.scripted import call, turn
+from openprogram_testing.trace import run_loop
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ADD = {
+    "spec": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+    "execute": lambda arguments: str(arguments["a"] + arguments["b"]),
+}
+
+
+async def _tool_loop(cassette: CassetteSession) -> tuple[object, int]:
+    script = [turn(call("add", {"a": 2, "b": 3}), "Let me add."), "2 + 3 = 5."]
+    with ProviderEmulator(script) as emulator:
+        provider = OpenAIChatProvider(api_key="dummy-key", base_url=emulator.openai_base_url)
+        trace = await run_loop(provider, "What is 2 + 3?", tools=[ADD])
+        live = len(emulator.requests)
+    if cassette.replay_only:
+        assert live == 0  # answered from the file
+    return trace, live
+
+
+@pytest.mark.op_cassette("emulator/chat_tool_loop")
+async def test_the_marker_names_the_cassette(cassette: CassetteSession) -> None:
+    trace, _ = await _tool_loop(cassette)
+    assert cassette.path == ROOT / "cassettes" / "emulator" / "chat_tool_loop.yaml"
+    assert trace.final_text == "2 + 3 = 5."  # type: ignore[attr-defined]
+    assert [r.content[0].text for r in trace.tool_results] == ["5"]  # type: ignore[attr-defined]
+    assert cassette.record_mode == "none" or cassette.replay_only is False
+
+
+async def test_the_default_cassette_is_named_after_the_test(cassette: CassetteSession) -> None:
+    trace, _ = await _tool_loop(cassette)
+    assert cassette.path == (
+        ROOT
+        / "cassettes"
+        / "test_cassette_plugin"
+        / "test_the_default_cassette_is_named_after_the_test.yaml"
+    )
+    assert trace.termination == "completed"  # type: ignore[attr-defined]
+
+
+@pytest.mark.op_cassette(
+    "emulator/chat_tool_loop", mutations={0: [TruncateAfter(2)]}, allow_unplayed=True
+)
+async def test_the_marker_passes_mutations(cassette: CassetteSession) -> None:
+    if not cassette.replay_only:
+        pytest.skip("mutations apply to playback; this run records")
+    trace, _ = await _tool_loop(cassette)
+    assert trace.termination == "error"  # type: ignore[attr-defined]
+    assert trace.tool_results == []  # type: ignore[attr-defined]
+    assert cassette.unplayed == [1]
+
+
+def test_the_record_mode_option_defaults_to_replay_only(request: pytest.FixtureRequest) -> None:
+    assert request.config.getoption("--openprogram-record-mode") in ("none", "once")
+    markers = "\n".join(request.config.getini("markers"))
+    assert "op_cassette(name=None, *, match_body=False, allow_unplayed=False" in markers
