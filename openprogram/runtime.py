@@ -49,6 +49,7 @@ from .loop import (
     AgentContext,
     AgentStream,
     LoopConfig,
+    MessageSource,
     SteeringMode,
     agent_loop,
     agent_loop_continue,
@@ -143,7 +144,8 @@ class Runtime:
 
     ``registry`` (default: the shared registry) supplies the ``"full"`` and named toolsets;
     ``tool_timeout_s``, ``steering_mode``, ``max_tokens``, ``temperature`` and ``extras`` go to
-    every run's ``LoopConfig``; ``cancel`` is a default cancel token for its runs; ``on_event``
+    every run's ``LoopConfig``; ``get_steering_messages``/``get_follow_up_messages`` only to the
+    outermost work run; ``cancel`` is a default cancel token for its runs; ``on_event``
     (optional) receives every loop event of every run, nested ones included.
     """
 
@@ -162,6 +164,8 @@ class Runtime:
         cancel: CancelToken | None = None,
         extras: dict[str, Any] | None = None,
         on_event: Callable[[AgentEvent], Any] | None = None,
+        get_steering_messages: MessageSource | None = None,
+        get_follow_up_messages: MessageSource | None = None,
     ) -> None:
         if not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -183,6 +187,8 @@ class Runtime:
         self.cancel = cancel
         self.extras = dict(extras or {})
         self.on_event = on_event
+        self.get_steering_messages = get_steering_messages
+        self.get_follow_up_messages = get_follow_up_messages
         self.last_run: RunRecord | None = None
 
     def __repr__(self) -> str:
@@ -308,7 +314,9 @@ class Runtime:
         reset_runtime = _current_runtime.set(self)
         try:
             context = AgentContext(system_prompt=self.system_prompt, messages=[], tools=menu)
-            config = self._config(choice, parallel_tool_calls, max_iterations, token)
+            config = self._config(
+                choice, parallel_tool_calls, max_iterations, token, outermost=depth == 0
+            )
             stream = agent_loop(content, context, config)
             new_messages = list(await self._drain(stream))
             last = _last_assistant(new_messages)
@@ -338,7 +346,11 @@ class Runtime:
         parallel_tool_calls: bool | None,
         max_iterations: int | None,
         cancel: CancelToken | None,
+        *,
+        outermost: bool = False,
     ) -> LoopConfig:
+        """The loop configuration of one run.  Steering/follow-up sources feed only the outermost
+        work run: a nested run polling the same queue would take messages meant for its parent."""
         return LoopConfig(
             provider=self.provider,
             model=self.model,
@@ -351,6 +363,8 @@ class Runtime:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             extras=self.extras,
+            get_steering_messages=self.get_steering_messages if outermost else None,
+            get_follow_up_messages=self.get_follow_up_messages if outermost else None,
         )
 
     async def _drain(self, stream: AgentStream) -> list[Message]:

@@ -16,6 +16,7 @@ from openprogram import (
     Runtime,
     ToolSpec,
     UserMessage,
+    agentic_function,
     default_registry,
     function,
 )
@@ -297,3 +298,46 @@ def test_readme_runtime_example_runs_verbatim(capsys, restore_default_registry):
             },
         )
     ]
+
+
+def test_steering_sources_feed_only_the_outermost_run():
+    registry = Registry()
+    polls = []
+
+    @function(registry=registry)
+    def first() -> str:
+        return "1"
+
+    @function(registry=registry)
+    def second() -> str:
+        return "2"
+
+    @agentic_function(registry=registry)
+    def nested(runtime) -> str:
+        return runtime.exec("inner", tools=[first])
+
+    queue = ["stop and summarize"]
+
+    def steering():
+        polls.append(len(queue))
+        return [queue.pop()] if queue and len(polls) >= 2 else []
+
+    provider = ScriptedProvider(
+        [
+            turn(call("nested"), call("second")),
+            turn(call("first")),  # nested run: never polls the outer steering queue
+            "inner done",
+            "summary",
+        ]
+    )
+    runtime = Runtime(provider, registry=registry, get_steering_messages=steering)
+    assert runtime.exec("go", tools=[nested, second]) == "summary"
+    provider.assert_complete()
+    # outer polls only: before round 1, after the `nested` call (delivers), after the last
+    # round; the nested run (two rounds of its own) polled nothing.
+    assert polls == [1, 1, 0]
+    last = provider.requests[3].messages
+    assert [m.role for m in last[-4:]] == ["assistant", "toolResult", "toolResult", "user"]
+    assert last[-2].text == "Skipped due to queued user message." and last[-2].skipped
+    assert last[-1].text == "stop and summarize"
+    assert runtime.last_run.undelivered == []
