@@ -145,9 +145,9 @@ def run_one(path: str, update_snapshots: bool = False) -> dict[str, Any]:
     return _row(run_scenario(scenario, update_snapshots=update_snapshots))
 
 
-def _select(files: list[Path], keyword: str | None) -> tuple[list[Path], dict[Path, Scenario]]:
+def _select(files: list[Path], keyword: str | None) -> list[Path]:
     if not keyword:
-        return files, {}
+        return files
     selected: list[Path] = []
     for f in files:
         try:
@@ -156,7 +156,7 @@ def _select(files: list[Path], keyword: str | None) -> tuple[list[Path], dict[Pa
             name = f.stem  # still selectable by file name; the run reports the error
         if matches(keyword, name, f.name):
             selected.append(f)
-    return selected, {}
+    return selected
 
 
 @app.command()
@@ -185,7 +185,7 @@ def run(
     """Run scenarios and print a report; exit 1 if any failed."""
     started = time.perf_counter()
     files = discover(paths)
-    files, _ = _select(files, keyword)
+    files = _select(files, keyword)
     if not files:
         where = ", ".join(str(p) for p in paths)
         filt = f" matching -k {keyword!r}" if keyword else ""
@@ -220,7 +220,11 @@ def _run_all(files: list[Path], workers: int, update: bool) -> list[dict[str, An
     with progress:
         task = progress.add_task("", total=len(files))
         if workers > 1 and len(files) > 1:
-            with ProcessPoolExecutor(max_workers=min(workers, len(files))) as pool:
+            import multiprocessing
+
+            # spawn, not fork: the progress bar runs a thread while the workers start.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(min(workers, len(files)), mp_context=context) as pool:
                 futures = {pool.submit(run_one, str(f), update): f for f in files}
                 for future in as_completed(futures):
                     f = futures[future]
@@ -608,6 +612,7 @@ def record(
             system_prompt=scenario.system_prompt,
             model=model or default_model,
             max_iterations=options.max_iterations,
+            tool_choice=_choice(scenario),
             parallel_tool_calls=options.parallel_tool_calls,
             steering_mode=options.steering_mode,
             tool_timeout_s=options.tool_timeout_s,
@@ -617,6 +622,11 @@ def record(
     _out.print(escape(render_timeline(trace)))
     _out.print(f"\ncassette written to {escape(str(out))} ({trace.model_calls} model call(s), "
                f"termination {trace.termination})")
+
+
+def _choice(scenario: Scenario) -> Any:
+    choice = scenario.options.tool_choice
+    return choice.model_dump() if hasattr(choice, "model_dump") else choice
 
 
 @app.command()

@@ -956,7 +956,7 @@ async def arun_scenario(scenario: Scenario, *, update_snapshots: bool = False) -
     name = scenario.display_name
     path = str(scenario.path) if scenario.path is not None else None
     try:
-        trace, provider = await _execute(scenario)
+        trace, provider, failures = await _execute(scenario)
     except Exception as exc:
         return ScenarioResult(
             name, path, False, [f"the run raised {type(exc).__name__}: {exc}"],
@@ -964,7 +964,6 @@ async def arun_scenario(scenario: Scenario, *, update_snapshots: bool = False) -
         )
     from .trace import render_timeline
 
-    failures: list[str] = []
     if provider is not None:
         try:
             provider.assert_complete()
@@ -996,8 +995,9 @@ async def arun_scenario(scenario: Scenario, *, update_snapshots: bool = False) -
     )
 
 
-async def _execute(scenario: Scenario) -> tuple[Any, Any]:
-    """Run the loop; returns the trace and the scripted provider (``None`` for cassettes)."""
+async def _execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
+    """Run the loop; returns the trace, the scripted provider (``None`` for cassettes) and
+    failures found while running (a cassette left with unplayed interactions)."""
     from .trace import run_loop
 
     options = scenario.options
@@ -1019,8 +1019,8 @@ async def _execute(scenario: Scenario) -> tuple[Any, Any]:
         trace = await run_loop(
             provider, scenario.prompt_list, model=options.model, tools=tools, **kwargs
         )
-        return trace, provider
-    from .cassettes import use_cassette
+        return trace, provider, []
+    from .cassettes import CassetteError, use_cassette
 
     cassette = scenario.cassette
     cassette_path = scenario.cassette_path
@@ -1039,15 +1039,23 @@ async def _execute(scenario: Scenario) -> tuple[Any, Any]:
                     )
                 per[m.interaction].append(_build_mutation(m))
         mutations = per
-    with use_cassette(
-        cassette_path,
-        match_body=cassette.match_body,
-        allow_unplayed=cassette.allow_unplayed,
-        mutations=mutations,
-    ):
-        tools = build_tools(scenario, adapter, model)
-        trace = await run_loop(adapter, scenario.prompt_list, model=model, tools=tools, **kwargs)
-    return trace, None
+    trace = None
+    try:
+        with use_cassette(
+            cassette_path,
+            match_body=cassette.match_body,
+            allow_unplayed=cassette.allow_unplayed,
+            mutations=mutations,
+        ):
+            tools = build_tools(scenario, adapter, model)
+            trace = await run_loop(
+                adapter, scenario.prompt_list, model=model, tools=tools, **kwargs
+            )
+    except CassetteError as exc:
+        if trace is None:
+            raise
+        return trace, None, [f"cassette: {exc}"]  # raised when the cassette closed
+    return trace, None, []
 
 
 _ABORTED = "Request was aborted"

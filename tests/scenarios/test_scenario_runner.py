@@ -294,3 +294,18 @@ def test_agentic_tool_runs_a_nested_loop_on_the_same_script() -> None:
         ("outer", False, "nested answer"),
         ("broken", True, "the agentic prompt needs the argument 'missing'"),
     ]
+
+
+def test_unplayed_cassette_interactions_fail_but_keep_the_trace(tmp_path: Path) -> None:
+    cassette = ROOT / "scenarios" / "cassettes" / "openai_chat_weather.yaml"
+    path = tmp_path / "scenario_u.yaml"
+    path.write_text(
+        f"prompt: hi\ntools: [{{name: get_weather}}]\noptions: {{max_iterations: 1}}\n"
+        f"cassette: {{path: {cassette}, api: openai_chat}}\n"
+        "expect: {termination: max_iterations, model_calls: 1}\n"
+    )
+    result = run_scenario(load_scenario(path))
+    (failure,) = result.failures
+    assert failure.startswith("cassette: ")
+    assert "unplayed" in failure or "not played" in failure
+    assert result.trace is not None and "agent_end termination=max_iterations" in result.timeline
