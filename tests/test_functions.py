@@ -422,3 +422,35 @@ def test_positional_only_parameter_is_rejected():
 
     with pytest.raises(TypeError, match="positional-only parameter 'a'"):
         function(registry=Registry())(f)
+
+
+def test_unresolvable_or_unsupported_annotations_are_clear_errors():
+    def undefined(x: "NoSuchType") -> None:  # noqa: F821
+        return None
+
+    with pytest.raises(TypeError, match="annotation 'NoSuchType' is not defined at module level"):
+        function(registry=Registry())(undefined)
+
+    class Opaque:
+        pass
+
+    def opaque(x: Opaque) -> None:
+        return None
+
+    with pytest.raises(TypeError, match="cannot build the tool schema of 'opaque'"):
+        function(registry=Registry())(opaque)
+
+
+def test_kwargs_functions_accept_extra_arguments():
+    got = {}
+
+    @function(registry=Registry())
+    def flexible(a: int, **rest):
+        got.update(a=a, **rest)
+        return "ok"
+
+    assert flexible.spec.parameters["additionalProperties"] is True
+    tool = flexible.to_agent_tool()
+    assert tool.accepts == frozenset({"tool_call_id", "cancel", "on_update"})
+    args, problems = tool.validate({"a": "1", "z": 2})
+    assert problems == [] and args == {"a": 1, "z": 2}
