@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from openprogram.providers import guard
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import CassetteSession
 from openprogram_testing.emulator import ProviderEmulator
@@ -57,6 +58,8 @@ async def test_the_marker_names_the_cassette(cassette: CassetteSession) -> None:
 
 
 async def test_the_default_cassette_is_named_after_the_test(cassette: CassetteSession) -> None:
+    with guard.allow_model_requests(False):
+        guard.check("https://api.openai.com/v1")  # the fixture's replaying() reaches the test
     trace, _ = await _tool_loop(cassette)
     assert cassette.path == (
         ROOT
