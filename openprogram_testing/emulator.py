@@ -556,11 +556,28 @@ class ProviderEmulator:
         return resolved
 
     @classmethod
-    def from_cassette(cls, path: str | Any, **kwargs: Any) -> ProviderEmulator:
+    def from_cassette(
+        cls,
+        path: str | Any,
+        *,
+        faults: Mapping[int, Sequence[Fault]] | None = None,
+        **kwargs: Any,
+    ) -> ProviderEmulator:
         """An emulator that serves the responses of a vcrpy cassette, in recorded order (one
         per request, whatever the request; status, headers and body as recorded, gzip undone;
-        SSE bodies frame by frame, so faults apply).  ``kwargs`` go to the constructor."""
-        return cls([_CassetteTurn(r) for r in _load_cassette(path)], **kwargs)
+        SSE bodies frame by frame).  ``faults`` maps an interaction index to the faults of its
+        response; ``kwargs`` go to the constructor."""
+        responses = _load_cassette(path)
+        for index in faults or {}:
+            if not isinstance(index, int) or not 0 <= index < len(responses):
+                raise ValueError(
+                    f"from_cassette: no interaction {index!r} to attach faults to "
+                    f"(the cassette has {len(responses)})"
+                )
+        emulator = cls(**kwargs)
+        for i, response in enumerate(responses):
+            emulator.add(_CassetteTurn(response), faults=tuple((faults or {}).get(i, ())))
+        return emulator
 
 
 # -- HTTP plumbing ----------------------------------------------------------------------------

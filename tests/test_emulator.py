@@ -988,6 +988,29 @@ async def test_from_cassette_serves_gzip_json_and_errors(conformance_cassettes):
             await ask(e, "openai_chat", True)
 
 
+async def test_from_cassette_faults_apply_to_recorded_frames(conformance_cassettes):
+    path = conformance_cassettes / "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml"
+    with pytest.raises(ValueError, match="no interaction 9"):
+        ProviderEmulator.from_cassette(path, faults={9: [Fault.no_terminal()]})
+    with ProviderEmulator.from_cassette(
+        path, strict=False, faults={0: [Fault.disconnect_after(4)], 1: [Fault.no_terminal()]}
+    ) as e:
+        client = ant(e)
+        seen: list[str] = []
+        with pytest.raises((anthropic.APIConnectionError, httpx2.TransportError)):
+            stream = await client.messages.create(model="m", max_tokens=5, messages=USER,
+                                                  stream=True)
+            async for ev in stream:
+                seen.append(ev.type)
+        # the recording's frames 0-3 (its ping comes later, as frame 4)
+        assert seen == ["message_start", "content_block_start", "content_block_delta",
+                        "content_block_delta"]
+        stream = await client.messages.create(model="m", max_tokens=5, messages=USER,
+                                              stream=True)
+        types = [ev.type async for ev in stream]
+        assert types[-1] == "message_delta"
+
+
 def test_from_cassette_rejects_a_non_cassette(tmp_path):
     bad = tmp_path / "x.yaml"
     bad.write_text("just: a mapping\n")
