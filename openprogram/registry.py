@@ -65,7 +65,8 @@ class Registry:
             ) from None
 
     def names(self) -> list[str]:
-        return list(self._functions)
+        with self._lock:
+            return list(self._functions)
 
     def __contains__(self, name: object) -> bool:
         return name in self._functions
@@ -74,7 +75,8 @@ class Registry:
         return len(self._functions)
 
     def __iter__(self) -> Any:
-        return iter(list(self._functions.values()))
+        with self._lock:
+            return iter(list(self._functions.values()))
 
     # -- toolsets -----------------------------------------------------------------------------
     def define_toolset(self, name: str, tools: Iterable[str | Function]) -> None:
@@ -99,26 +101,30 @@ class Registry:
 
     def toolset_names(self) -> list[str]:
         """Every toolset name that ``toolset(...)`` accepts."""
-        return [*BUILTIN_TOOLSETS, *sorted(self._toolsets)]
+        with self._lock:
+            return [*BUILTIN_TOOLSETS, *sorted(self._toolsets)]
 
     def toolset(self, name: str) -> list[Function]:
         """The functions of toolset ``name``; an unknown name is a ``ValueError`` listing the
         known ones."""
-        if name == "full":
-            return [f for f in self._functions.values() if f.exposed]
         if name == "none":
             return []
-        members = self._toolsets.get(name)
+        with self._lock:  # a snapshot: other threads may be registering
+            functions = dict(self._functions)
+            stored = self._toolsets.get(name)
+            members = list(stored) if stored is not None else None
+        if name == "full":
+            return [f for f in functions.values() if f.exposed]
         if members is None:
             raise ValueError(
                 f"unknown toolset {name!r}; known toolsets: {', '.join(self.toolset_names())}"
             )
-        missing = [m for m in members if m not in self._functions]
+        missing = [m for m in members if m not in functions]
         if missing:
             raise ValueError(
                 f"toolset {name!r} names tool(s) that are not registered: {', '.join(missing)}"
             )
-        return [self._functions[m] for m in members]
+        return [functions[m] for m in members]
 
 
 def _check_toolset_name(name: Any) -> None:
