@@ -244,3 +244,33 @@ def test_console_script_exit_codes_without_traceback(suite: Path) -> None:
     assert done.returncode == 1
     assert "0 passed, 1 failed" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_record_then_replay_round_trip_against_the_emulator(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """`record` with keys from the environment (the base URL pointed at the loopback emulator),
+    then a scenario replaying the new cassette through the real adapter."""
+    from openprogram_testing.emulator import ProviderEmulator
+    from openprogram_testing.scripted import call, turn
+
+    source = tmp_path / "scenario_src.yaml"
+    source.write_text(PASSING)
+    out = tmp_path / "recorded.yaml"
+    with ProviderEmulator([turn(call("t", {})), turn("done")]) as emulator:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-live-test-0123456789abcdef")
+        monkeypatch.setenv("OPENAI_BASE_URL", emulator.openai_base_url)
+        code, stdout, _ = cli(capsys, "record", str(source), "--out", str(out), "--model", "m")
+        emulator.assert_complete()
+    assert code == 0
+    assert f"cassette written to {out} (2 model call(s), termination completed)" in stdout
+    assert "sk-live-test-0123456789abcdef" not in out.read_text()
+    replay = tmp_path / "scenario_replay.yaml"
+    replay.write_text(
+        PASSING.replace("script:\n  - calls: [{name: t}]\n  - done\n", "")
+        + f"cassette: {{path: {out.name}, api: openai_chat}}\n"
+    )
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    code, stdout, _ = cli(capsys, "run", str(replay))
+    assert code == 0, stdout
+    assert "1 passed" in stdout
