@@ -481,16 +481,19 @@ def _predict(g: GeneratedScenario) -> Expected:
 # ones): hypothesis validates every new strategy object, which would otherwise dominate the cost
 # of an example.
 _SMALL_INT = st.integers(min_value=0, max_value=9)
-_CALL_KINDS = st.sampled_from(("valid", "schema", "raw", "unknown"))
+# Valid calls half the time: most runs should really execute tools.
+_CALL_KINDS = st.sampled_from(("valid", "schema", "valid", "raw", "valid", "unknown"))
 # Combined draws (one choice each, simplest first): the turn's shape with its text, and its
 # thinking with its chunk size.
+# Weights: a text-only turn a quarter of the time, calls without text half of the time.
 _SHAPE_TEXT = st.sampled_from(
-    [("text", t) for t in TEXTS] + [("calls", None)] + [("mixed", t) for t in TEXTS]
+    [("text", t) for t in TEXTS]
+    + [("calls", None)] * (2 * len(TEXTS))
+    + [("mixed", t) for t in TEXTS]
 )
 _THINKING_CHUNK = st.sampled_from(
     [(think, chunk) for chunk in (None, 1, 2, 3, 5, 7) for think in (None, "hmm", "let me think")]
 )
-_BEHAVIOURS = st.sampled_from(("returns", "echo", "raises"))
 _RETURN_VALUES = st.sampled_from(RETURN_VALUES)
 _RAISE_MESSAGES = st.sampled_from(RAISE_MESSAGES)
 _STEER_KINDS = st.sampled_from(("after_tool", "follow_up", "before_round", "after_call"))
@@ -517,7 +520,8 @@ def _tool_calls(names: tuple[str, ...]) -> st.SearchStrategy[GenCall]:
     if not names:
         return unknown
     by_kind = {
-        "valid": st.sampled_from([GenCall(n, "valid", {"x": x}) for x in range(10) for n in names]),
+        # Grouped by tool, x ascending: the shrinker moves x down monotonically.
+        "valid": st.sampled_from([GenCall(n, "valid", {"x": x}) for n in names for x in range(10)]),
         "schema": st.sampled_from(
             [GenCall(n, "schema", dict(v)) for v in SCHEMA_VIOLATIONS for n in names]
         ),
@@ -602,25 +606,25 @@ def _provider_scripts(
     )
 
 
+_TOOL_BEHAVIOUR = st.sampled_from(("returns", "echo", "raises"))
+
+
 @st.composite
-def _gen_tools(draw: st.DrawFn) -> tuple[GenTool, ...]:
-    """0-3 tools named ``t0``...: returning a value, echoing their arguments, or raising."""
-    count = draw(_TOOL_COUNT)
-    out = []
-    for name in TOOL_NAMES[:count]:
-        behaviour = draw(_BEHAVIOURS)
-        if behaviour == "returns":
-            value = draw(_RETURN_VALUES)
-        elif behaviour == "raises":
-            value = draw(_RAISE_MESSAGES)
-        else:
-            value = None
-        out.append(GenTool(name, behaviour, value))
-    return tuple(out)
+def _gen_tool_behaviour(draw: st.DrawFn) -> tuple[str, Any]:
+    behaviour = draw(_TOOL_BEHAVIOUR)
+    if behaviour == "returns":
+        return behaviour, draw(_RETURN_VALUES)
+    if behaviour == "raises":
+        return behaviour, draw(_RAISE_MESSAGES)
+    return behaviour, None
 
 
-_TOOL_COUNT = st.sampled_from((1, 2, 3, 0))
-_GEN_TOOLS = _gen_tools()
+# A list (not a count plus draws), so the shrinker can delete any one tool.
+_GEN_TOOLS = st.lists(_gen_tool_behaviour(), max_size=len(TOOL_NAMES)).map(
+    lambda pairs: tuple(
+        GenTool(TOOL_NAMES[i], behaviour, value) for i, (behaviour, value) in enumerate(pairs)
+    )
+)
 
 
 def gen_tools() -> st.SearchStrategy[tuple[GenTool, ...]]:
@@ -763,6 +767,64 @@ def check_outcome(generated: GeneratedScenario, trace: Any) -> None:
         )
 
 
+def check_rules(generated: GeneratedScenario, trace: Any) -> None:
+    """The exact rules of SPEC §4/§5 stated directly on a trace (no reference model): model
+    calls within the cap, one assistant message per call, the exact skip text (and no skip in
+    ``after_batch`` mode), what each termination requires of the last message, and every handed
+    over steering/follow-up message delivered xor reported undelivered."""
+    cap = trace.cap
+    assistants = trace.assistant_messages
+    if trace.model_calls > cap:
+        raise OutcomeMismatch(f"{trace.model_calls} model calls exceed the cap {cap}")
+    if trace.model_calls != len(assistants):
+        raise OutcomeMismatch(
+            f"{trace.model_calls} model calls but {len(assistants)} assistant messages"
+        )
+    for result in trace.tool_results:
+        if result.skipped and not (result.is_error and result.text == SKIPPED_TEXT):
+            raise OutcomeMismatch(f"a skipped call's result must be the exact skip text: {result!r}")
+        if not result.skipped and result.text == SKIPPED_TEXT:
+            raise OutcomeMismatch(f"a result carries the skip text but is not skipped: {result!r}")
+    if generated.steering_mode == "after_batch" and trace.skipped:
+        raise OutcomeMismatch("after_batch mode never skips a call")
+    last = assistants[-1] if assistants else None
+    termination = trace.termination
+    if termination == "completed":
+        if last is None or last.stop_reason not in ("stop", "length") or last.tool_calls:
+            raise OutcomeMismatch("a run completes only on a reply without tool calls")
+        if trace.undelivered:
+            raise OutcomeMismatch("a completed run cannot leave messages undelivered")
+    elif termination == "error":
+        if last is None or last.stop_reason != "error" or not last.error_message:
+            raise OutcomeMismatch("termination 'error' needs a last message with an error")
+    elif termination == "aborted":
+        if last is None or last.stop_reason != "aborted":
+            raise OutcomeMismatch("termination 'aborted' needs an aborted last message")
+    elif trace.model_calls != cap:
+        raise OutcomeMismatch(
+            f"termination {termination!r} after {trace.model_calls} model calls (cap {cap})"
+        )
+    schedule = trace.schedule
+    if schedule is not None:
+        in_run = {id(m) for m in trace.messages}
+        undelivered = {id(m) for m in trace.undelivered}
+        for delivery in schedule.delivered:
+            if (id(delivery.message) in in_run) == (id(delivery.message) in undelivered):
+                raise OutcomeMismatch(
+                    f"{delivery.message.text!r} must be delivered xor reported undelivered"
+                )
+
+
+def check_run(generated: GeneratedScenario, trace: Any) -> None:
+    """Everything the property suite checks on one run: the §10 invariants 1-9
+    (``check_invariants``), ``check_rules`` and ``check_outcome``."""
+    from .assertions import check_invariants
+
+    check_invariants(trace)
+    check_rules(generated, trace)
+    check_outcome(generated, trace)
+
+
 # -- export to a YAML scenario ----------------------------------------------------------------
 
 
@@ -868,17 +930,30 @@ def scenario_to_yaml(
 
     scenario = to_scenario(generated, name=name, description=description)
     data = scenario.model_dump(mode="json", exclude_defaults=True)
-    # A tool's behaviour keys count only when set; "returns: null" is meaningful, keep it.
+    tools = []
     for tool_data, tool in zip(data.get("tools", []), scenario.tools, strict=True):
+        # "returns: null" is a behaviour (an empty result): keep it although it is the default.
         if "returns" in tool.model_fields_set and "returns" not in tool_data:
             tool_data["returns"] = None
-    data.setdefault("options", {})
-    data["options"]["max_iterations"] = generated.max_iterations
-    data["options"]["steering_mode"] = generated.steering_mode
+        first = {k: tool_data.pop(k) for k in ("name", "description", "parameters") if k in tool_data}
+        tools.append({**first, **tool_data})
+    if tools:
+        data["tools"] = tools
+    data["options"] = {
+        "max_iterations": generated.max_iterations,
+        "steering_mode": generated.steering_mode,
+    }
     ordered = {k: data[k] for k in _KEY_ORDER if k in data}
-    return yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
+    body = yaml.safe_dump(
+        ordered, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+    )
+    return _HEADER + body
 
 
+_HEADER = (
+    "# Generated by openprogram_testing.strategies from a hypothesis example; the expectations\n"
+    "# are what SPEC §4/§5 predict for this script.  Run: openprogram-testing run <this file>\n"
+)
 _KEY_ORDER = (
     "name", "description", "prompt", "tools", "script", "steering", "options", "expect",
     "check_invariants",
@@ -912,7 +987,9 @@ def save_failure(generated: GeneratedScenario, error: BaseException | str | None
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
+    text = [line.strip(" -") for line in str(error).strip().splitlines() if line.strip()]
+    if len(text) > 1 and text[0].endswith(":"):
+        text = [f"{text[0]} {text[1]}"]
     first = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
     return first if len(first) <= 200 else first[:197] + "..."
 
@@ -1006,6 +1083,8 @@ __all__ = [
     "GeneratedScenario",
     "OutcomeMismatch",
     "check_outcome",
+    "check_rules",
+    "check_run",
     "effective_cap",
     "exact_script",
     "failure_dir",
