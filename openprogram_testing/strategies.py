@@ -782,7 +782,7 @@ def check_rules(generated: GeneratedScenario, trace: Any) -> None:
         )
     for result in trace.tool_results:
         if result.skipped and not (result.is_error and result.text == SKIPPED_TEXT):
-            raise OutcomeMismatch(f"a skipped call's result must be the exact skip text: {result!r}")
+            raise OutcomeMismatch(f"a skipped call needs the exact skip text: {result!r}")
         if not result.skipped and result.text == SKIPPED_TEXT:
             raise OutcomeMismatch(f"a result carries the skip text but is not skipped: {result!r}")
     if generated.steering_mode == "after_batch" and trace.skipped:
@@ -935,7 +935,9 @@ def scenario_to_yaml(
         # "returns: null" is a behaviour (an empty result): keep it although it is the default.
         if "returns" in tool.model_fields_set and "returns" not in tool_data:
             tool_data["returns"] = None
-        first = {k: tool_data.pop(k) for k in ("name", "description", "parameters") if k in tool_data}
+        first = {
+            k: tool_data.pop(k) for k in ("name", "description", "parameters") if k in tool_data
+        }
         tools.append({**first, **tool_data})
     if tools:
         data["tools"] = tools
