@@ -18,6 +18,7 @@ from .assertions import (
     check_rechunk_invariance,
     find_violations,
 )
+from .cassettes import CassetteError, CassetteMismatch, CassetteSession, use_cassette
 from .emulator import EmulatorRequest, Fault, ProviderEmulator
 from .scenarios import (
     Scenario,
@@ -46,6 +47,9 @@ from .steering import Delivery, ScheduleEntry, SteeringSchedule
 from .trace import LoopTrace, render_snapshot, render_timeline, run_loop, run_loop_sync
 
 __all__ = [
+    "CassetteError",
+    "CassetteMismatch",
+    "CassetteSession",
     "Delivery",
     "EmulatorRequest",
     "Fault",
@@ -87,4 +91,5 @@ __all__ = [
     "run_scenario",
     "think",
     "turn",
+    "use_cassette",
 ]

@@ -50,7 +50,7 @@ WEATHER = {
 }
 
 PROMPT = (
-    f"What is the weather in Paris? (my key is {CANARY_KEY}; the key insight is that "
+    f"What is the weather in Paris? (my key is {CANARY_KEY}, org {CANARY_ORG}; the key insight is that "
     "token limits matter)"
 )
 
