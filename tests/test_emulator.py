@@ -1029,25 +1029,6 @@ async def test_provider_emulator_fixture(provider_emulator):
     assert (await ask(provider_emulator, "anthropic", True))["text"] == "from the fixture"
 
 
-def test_fixture_fails_on_unplayed_turns_and_stops(pytester):
-    pytester.makepyfile(
-        """
-        import threading
-
-        def test_leftover(provider_emulator):
-            provider_emulator.add("never requested")
-
-        def test_after():
-            assert not [t for t in threading.enumerate()
-                        if t.name.startswith("provider-emulator")]
-        """
-    )
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines(["*UnconsumedTurns*never requested*"])
-
-
 async def test_an_emulator_bug_is_a_clear_500_not_a_hang(emu, monkeypatch):
     import openprogram_testing.emulator as module
 
@@ -1062,14 +1043,30 @@ async def test_an_emulator_bug_is_a_clear_500_not_a_hang(emu, monkeypatch):
         emu.assert_complete()
 
 
-def test_readme_emulator_example_runs(pytester):
+def test_fixture_and_readme_example_in_a_pytest_run(pytester):
+    """One inner pytest run (each costs a plugin load): the fixture fails a test that leaves a
+    turn unplayed, stops its emulator anyway, and the README's example passes."""
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("### Provider emulator"):]
     code = section[section.index("```python\n") + 10:]
     code = code[: code.index("```")]
-    pytester.makepyfile(test_readme_example=code)
+    pytester.makepyfile(
+        test_readme_example=code,
+        test_fixture_teardown="""
+        import threading
+
+        def test_leftover(provider_emulator):
+            provider_emulator.add("never requested")
+
+        def test_after():
+            assert not [t for t in threading.enumerate()
+                        if t.name.startswith("provider-emulator")]
+        """,
+    )
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_leftover*",
+                                 "*UnconsumedTurns*never requested*"])
