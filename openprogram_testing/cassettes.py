@@ -639,7 +639,14 @@ class CassetteSession:
         tb: TracebackType | None,
     ) -> None:
         assert self._stack is not None
-        self._stack.close()  # saves (recording modes) and unpatches
+        try:
+            self._vcr_cassette._save()  # recording modes; a leak raises here
+        except BaseException:
+            # vcrpy would save again on exit and, failing, leave its patches installed
+            self._vcr_cassette.dirty = False
+            self._stack.close()
+            raise
+        self._stack.close()  # unpatches
         if exc_type is not None:
             if self.mismatches and exc is not None and not isinstance(exc, CassetteError):
                 exc.add_note(f"(cassette) a request could not be answered: {self.mismatches[0]}")

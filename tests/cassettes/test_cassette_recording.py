@@ -249,10 +249,12 @@ def test_a_secret_the_redactor_cannot_see_fails_the_recording(
     body = b"\xff\xfe binary " + CANARY_KEY.encode() + b" \xff"
     server = server_factory({"/blob": (200, {"content-type": "application/octet-stream"}, body)})
     path = tmp_path / "leak.yaml"
+    unpatched = httpx2.HTTPTransport.handle_request
     with pytest.raises(CassetteLeakError, match=r"interaction 0 response body contains a key"):
         with use_cassette(path, record_mode="once"), httpx2.Client() as client:
             client.post(server.url + "/blob", content=b"x")
     assert not path.exists()
+    assert httpx2.HTTPTransport.handle_request is unpatched  # vcrpy's patches are gone
 
 
 def test_redact_values_and_the_env_key_are_removed_verbatim(
