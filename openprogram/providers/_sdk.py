@@ -243,7 +243,8 @@ class SDKProvider:
                 raise _Aborted
             return await queue.get()
         getter = asyncio.ensure_future(queue.get())
-        done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        pending: set[asyncio.Future[Any]] = {getter, waiter}
+        done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         if getter in done:
             return getter.result()
         getter.cancel()
@@ -274,7 +275,10 @@ class SDKProvider:
 
     def _error_event(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
         status_cls, timeout_cls, connection_cls = self._sdk_errors()
-        if isinstance(exc, status_cls):
+        if isinstance(exc, status_cls) or (
+            isinstance(getattr(exc, "body", None), Mapping) and not isinstance(exc, connection_cls)
+        ):
+            # a status error, or an SDK error built from an error object inside a 200 stream
             status = int(getattr(exc, "status_code", 0) or 0) or None
             body = getattr(exc, "body", None)
             api_message, err_type = _body_error(body)

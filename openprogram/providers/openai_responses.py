@@ -207,11 +207,11 @@ class _ResponsesStreamParser(StreamParser):
         if kind == "response.reasoning_text.done":
             return self._end_text(("r", oi, data.get("content_index", 0)), data.get("text"), True)
         if kind == "response.function_call_arguments.delta":
-            index = self.calls.get(oi)
-            if index is None or not data.get("delta"):
+            open_call = self.calls.get(oi)
+            if open_call is None or not data.get("delta"):
                 return []
             self.call_args_seen.add(oi)
-            return [b.toolcall_delta(index, data["delta"])]
+            return [b.toolcall_delta(open_call, data["delta"])]
         if kind == "response.function_call_arguments.done":
             return self._end_call(oi, data.get("arguments"))
         if kind == "response.output_item.done":

@@ -294,3 +294,15 @@ def test_constructor_defaults_and_lazy_client() -> None:
     assert provider.client.max_retries == 0
     assert provider.base_url.startswith(BASE)
     assert OpenAIChatProvider(api_key="k", max_retries=3).client.max_retries == 3
+
+
+async def test_error_object_inside_the_stream() -> None:
+    _, events, msg = await run(
+        chunk({"content": "a"}),
+        {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}},
+    )
+    assert events[-1].type == "error"
+    assert (msg.error_status, msg.error_retryable) == (500, True)
+    assert msg.error_message == (
+        "HTTP 500 (server_error): The server had an error while processing your request."
+    )
