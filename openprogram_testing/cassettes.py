@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import gzip
 import json
 import os
@@ -481,7 +482,10 @@ def _install_playback_hook() -> None:
 
     original = getattr(httpx_stubs, "_play_responses", None)
     if original is None:  # pragma: no cover - a vcrpy that no longer has the hook
-        return
+        raise CassetteError(
+            "this vcrpy has no vcr.stubs.httpx_stubs._play_responses, which "
+            "openprogram_testing.cassettes hooks to serve recordings; use vcrpy 9.4"
+        )
 
     def _play_responses(cassette: Any, vcr_request: Any, httpx: Any) -> Any:
         session = getattr(cassette, "session", None)
@@ -493,6 +497,7 @@ def _install_playback_hook() -> None:
     _INSTALLED = True
 
 
+@functools.cache
 def _stream_class(httpx: Any) -> type[Any]:
     class _ServedStream(httpx.SyncByteStream, httpx.AsyncByteStream):  # type: ignore[misc,name-defined]
         """Serves planned pieces with their delays; optionally drops the connection at the end."""
