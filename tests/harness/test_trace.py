@@ -200,3 +200,30 @@ def test_assert_recovered_needs_another_call_and_a_good_finish() -> None:
     )
     with pytest.raises(AssertionError, match="did not finish successfully"):
         assert_recovered(bad_finish)
+
+
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic"])
+def test_works_with_an_emulator_backed_real_adapter(api: str, provider_emulator) -> None:  # type: ignore[no-untyped-def]
+    from openprogram.providers.anthropic import AnthropicProvider
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+    from openprogram_testing import SteeringSchedule, check_invariants, render_snapshot
+
+    provider_emulator.add(
+        turn(
+            call("add", {"a": 1, "b": 2}),
+            call("add", {"a": 3, "b": 4}),
+            call("add", {"a": 5, "b": 6}),
+        ),
+        "Stopped after two.",
+    )
+    if api == "openai_chat":
+        provider = OpenAIChatProvider(api_key="test", base_url=provider_emulator.openai_base_url)
+    else:
+        provider = AnthropicProvider(api_key="test", base_url=provider_emulator.anthropic_base_url)
+    schedule = SteeringSchedule().after_tool(1, "stop")
+    trace = run_loop_sync(provider, "add", tools=[add_tool()], schedule=schedule)
+    check_invariants(trace)
+    assert_skipped(trace, ["add"])
+    assert trace.requests is None and trace.final_text == "Stopped after two."
+    snap = render_snapshot(trace)
+    assert "call call#3 add" in snap and "SKIPPED" in snap
