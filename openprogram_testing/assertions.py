@@ -589,7 +589,12 @@ def _inv6(trace: LoopTrace, rounds: list[_Round]) -> list[Violation]:
                 )
             )
     known = set(trace.tool_names) if trace.tool_names is not None else None
-    aborted = trace.termination == "aborted"
+    # A run that ended by cancellation, or by an exception in a hook (termination "error"
+    # without an error message), legitimately stops without another model call.
+    last = rounds[-1] if rounds else None
+    aborted = trace.termination == "aborted" or (
+        trace.termination == "error" and (last is None or not last.failed)
+    )
     for pos, r in enumerate(rounds):
         by_id = {m.tool_call_id: (i, m) for i, m in r.results}
         errors = []
@@ -989,7 +994,7 @@ def assert_tool_results(trace: LoopTrace, expected: Sequence[str | Mapping[str, 
     if len(got) != len(specs):
         problems.append(f"expected {len(specs)} tool result(s), got {len(got)}")
     for k, (spec, r) in enumerate(zip(specs, got, strict=False)):
-        checks = [
+        checks: list[tuple[str, Any, Callable[[Any, Any], bool]]] = [
             ("name", r.tool_name, lambda v, a: v == a),
             ("id", r.tool_call_id, lambda v, a: v == a),
             ("is_error", r.is_error, lambda v, a: bool(v) == a),

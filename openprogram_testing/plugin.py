@@ -173,7 +173,7 @@ def _openprogram_model_request_guard(request: pytest.FixtureRequest) -> Iterator
     except ImportError:  # an openprogram without the guard: nothing to switch
         yield
         return
-    previous = guard._allowed_global
+    previous = getattr(guard, "_allowed_global", True)  # the process-wide default, to restore
     guard.set_allow_model_requests(_requests_allowed(request))
     try:
         yield

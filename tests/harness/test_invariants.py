@@ -455,3 +455,33 @@ def test_rechunk_invariance_failure_names_invariant_10_and_shows_a_diff() -> Non
     assert '-   "text": "chunked by None",' in text and '+   "text": "chunked by 3",' in text
     with pytest.raises(ValueError, match="at least one chunk size"):
         check_rechunk_invariance(make, "hi", chunk_sizes=())
+
+
+def test_a_failing_hook_after_an_error_result_is_not_a_violation() -> None:
+    # The steering hook raises after a failing tool: the loop ends "error" and re-raises; the
+    # missing retry is not invariant 6's business.
+    from openprogram import AgentContext, LoopConfig, agent_loop
+
+    polls: list[int] = []
+
+    def hook() -> list[str]:
+        polls.append(1)
+        if len(polls) == 2:  # the poll after the failing tool call
+            raise RuntimeError("hook broke")
+        return []
+
+    provider = ScriptedProvider([turn(call("boom"))])
+    config = LoopConfig(provider=provider, get_steering_messages=hook)
+    events = []
+
+    async def drive() -> None:
+        async for e in agent_loop("go", AgentContext(tools=[failing_tool()]), config):
+            events.append(e)
+
+    import asyncio
+
+    with pytest.raises(RuntimeError, match="hook broke"):
+        asyncio.run(drive())
+    trace = LoopTrace.from_events(events, tool_names=["boom"])
+    assert trace.termination == "error" and trace.tool_results[0].is_error
+    check_invariants(trace)
