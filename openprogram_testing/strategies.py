@@ -477,32 +477,46 @@ def _predict(g: GeneratedScenario) -> Expected:
 
 # -- strategies -------------------------------------------------------------------------------
 
+class _Choice:
+    """``st.sampled_from`` for use inside composites, minus its filtering machinery: one integer
+    draw indexes the options (it shrinks towards the first option, like ``sampled_from``)."""
+
+    __slots__ = ("index", "options")
+
+    def __init__(self, options: Sequence[Any]) -> None:
+        self.options = tuple(options)
+        self.index = st.integers(0, len(self.options) - 1)
+
+    def __call__(self, draw: st.DrawFn) -> Any:
+        return self.options[draw(self.index)]
+
+
 # Strategy objects are built once (module constants, and ``lru_cache`` for the parametrised
 # ones): hypothesis validates every new strategy object, which would otherwise dominate the cost
 # of an example.
 _SMALL_INT = st.integers(min_value=0, max_value=9)
 # Valid calls half the time: most runs should really execute tools.
-_CALL_KINDS = st.sampled_from(("valid", "schema", "valid", "raw", "valid", "unknown"))
+_CALL_KINDS = _Choice(("valid", "schema", "valid", "raw", "valid", "unknown"))
 # Combined draws (one choice each, simplest first): the turn's shape with its text, and its
 # thinking with its chunk size.
 # Weights: a text-only turn a quarter of the time, calls without text half of the time.
-_SHAPE_TEXT = st.sampled_from(
+_SHAPE_TEXT = _Choice(
     [("text", t) for t in TEXTS]
     + [("calls", None)] * (2 * len(TEXTS))
     + [("mixed", t) for t in TEXTS]
 )
-_THINKING_CHUNK = st.sampled_from(
+_THINKING_CHUNK = _Choice(
     [(think, chunk) for chunk in (None, 1, 2, 3, 5, 7) for think in (None, "hmm", "let me think")]
 )
-_RETURN_VALUES = st.sampled_from(RETURN_VALUES)
-_RAISE_MESSAGES = st.sampled_from(RAISE_MESSAGES)
-_STEER_KINDS = st.sampled_from(("after_tool", "follow_up", "before_round", "after_call"))
-_TOOL_INDEX = st.sampled_from((0, 1, 2, 3))
-_ROUND = st.sampled_from((0, 1, 2, 3))
-_CALL_ROUND = st.sampled_from((0, 1))
-_CALL_INDEX = st.sampled_from((0, 1, 2))
-_MODES = st.sampled_from(("skip", "after_batch"))
-_MAX_ITERATIONS = st.sampled_from((None, 1, 2, 3, 4, 5, 0, -1, 51, 100))
+_RETURN_VALUES = _Choice(RETURN_VALUES)
+_RAISE_MESSAGES = _Choice(RAISE_MESSAGES)
+_STEER_KINDS = _Choice(("after_tool", "follow_up", "before_round", "after_call"))
+_TOOL_INDEX = _Choice((0, 1, 2, 3))
+_ROUND = _Choice((0, 1, 2, 3))
+_CALL_ROUND = _Choice((0, 1))
+_CALL_INDEX = _Choice((0, 1, 2))
+_MODES = _Choice(("skip", "after_batch"))
+_MAX_ITERATIONS = _Choice((None, 1, 2, 3, 4, 5, 0, -1, 51, 100))
 ALL_ENDINGS: tuple[Ending, ...] = ("stop", "length", "error", "aborted", "cut")
 
 
@@ -516,22 +530,22 @@ def tool_calls(tool_names: Sequence[str] = TOOL_NAMES) -> st.SearchStrategy[GenC
 def _tool_calls(names: tuple[str, ...]) -> st.SearchStrategy[GenCall]:
     # Two draws per call: its kind (valid first, so calls shrink towards a valid t0 call), then
     # one of the calls of that kind this small universe allows.
-    unknown = st.sampled_from([GenCall(UNKNOWN_TOOL, "unknown", {"x": x}) for x in range(3)])
+    unknown = _Choice([GenCall(UNKNOWN_TOOL, "unknown", {"x": x}) for x in range(3)])
     if not names:
-        return unknown
+        return st.composite(lambda draw: unknown(draw))()
     by_kind = {
         # Grouped by tool, x ascending: the shrinker moves x down monotonically.
-        "valid": st.sampled_from([GenCall(n, "valid", {"x": x}) for n in names for x in range(10)]),
-        "schema": st.sampled_from(
+        "valid": _Choice([GenCall(n, "valid", {"x": x}) for n in names for x in range(10)]),
+        "schema": _Choice(
             [GenCall(n, "schema", dict(v)) for v in SCHEMA_VIOLATIONS for n in names]
         ),
-        "raw": st.sampled_from([GenCall(n, "raw", None, r) for r in RAW_ARGUMENTS for n in names]),
+        "raw": _Choice([GenCall(n, "raw", None, r) for r in RAW_ARGUMENTS for n in names]),
         "unknown": unknown,
     }
 
     @st.composite
     def draw_call(draw: st.DrawFn) -> GenCall:
-        return draw(by_kind[draw(_CALL_KINDS)])
+        return by_kind[_CALL_KINDS(draw)](draw)
 
     return draw_call()
 
@@ -546,7 +560,7 @@ def model_turns(
     return _model_turns(tuple(tool_names), tuple(endings))
 
 
-_ERROR_DETAILS = st.sampled_from(
+_ERROR_DETAILS = _Choice(
     [
         (message, status, retryable)
         for status in (None, 429, 500, 529)
@@ -562,19 +576,19 @@ _ENDING_WEIGHTS: dict[Ending, int] = {"stop": 6, "length": 1, "error": 1, "abort
 def _model_turns(names: tuple[str, ...], endings: tuple[Ending, ...]) -> st.SearchStrategy[GenTurn]:
     calls_strategy = st.lists(_tool_calls(names), min_size=1, max_size=3).map(tuple)
     weighted = [e for e in ALL_ENDINGS if e in endings for _ in range(_ENDING_WEIGHTS[e])]
-    endings_strategy = st.sampled_from(weighted)
+    endings_choice = _Choice(weighted)
 
     @st.composite
     def draw_turn(draw: st.DrawFn) -> GenTurn:
-        shape, text = draw(_SHAPE_TEXT)
+        shape, text = _SHAPE_TEXT(draw)
         calls: tuple[GenCall, ...] = draw(calls_strategy) if shape != "text" else ()
-        ending = draw(endings_strategy)
+        ending = endings_choice(draw)
         error = status = retryable = None
         if ending == "error":
-            error, status, retryable = draw(_ERROR_DETAILS)
+            error, status, retryable = _ERROR_DETAILS(draw)
         elif ending == "aborted":
             error = "Request was aborted"
-        thinking, chunk_size = draw(_THINKING_CHUNK)
+        thinking, chunk_size = _THINKING_CHUNK(draw)
         return GenTurn(
             text=text,
             thinking=thinking,
@@ -606,16 +620,16 @@ def _provider_scripts(
     )
 
 
-_TOOL_BEHAVIOUR = st.sampled_from(("returns", "echo", "raises"))
+_TOOL_BEHAVIOUR = _Choice(("returns", "echo", "raises"))
 
 
 @st.composite
 def _gen_tool_behaviour(draw: st.DrawFn) -> tuple[str, Any]:
-    behaviour = draw(_TOOL_BEHAVIOUR)
+    behaviour = _TOOL_BEHAVIOUR(draw)
     if behaviour == "returns":
-        return behaviour, draw(_RETURN_VALUES)
+        return behaviour, _RETURN_VALUES(draw)
     if behaviour == "raises":
-        return behaviour, draw(_RAISE_MESSAGES)
+        return behaviour, _RAISE_MESSAGES(draw)
     return behaviour, None
 
 
@@ -648,15 +662,15 @@ def _steering_schedules(max_size: int) -> st.SearchStrategy[tuple[GenSteering, .
         items = []
         for i in range(draw(count_strategy)):
             message = f"steer {i}"
-            kind = draw(_STEER_KINDS)
+            kind = _STEER_KINDS(draw)
             if kind == "after_tool":
-                items.append(GenSteering(message, after_tool=draw(_TOOL_INDEX)))
+                items.append(GenSteering(message, after_tool=_TOOL_INDEX(draw)))
             elif kind == "follow_up":
                 items.append(GenSteering(f"follow {i}", follow_up=True))
             elif kind == "before_round":
-                items.append(GenSteering(message, before_round=draw(_ROUND)))
+                items.append(GenSteering(message, before_round=_ROUND(draw)))
             else:
-                position = (draw(_CALL_ROUND), draw(_CALL_INDEX))
+                position = (_CALL_ROUND(draw), _CALL_INDEX(draw))
                 items.append(GenSteering(message, after_call=position))
         return tuple(items)
 
@@ -686,8 +700,8 @@ def _scenarios(max_turns: int, max_steering: int) -> st.SearchStrategy[Generated
             tools=tools,
             script=script,
             steering=draw(schedules),
-            max_iterations=draw(_MAX_ITERATIONS),
-            steering_mode=draw(_MODES),
+            max_iterations=_MAX_ITERATIONS(draw),
+            steering_mode=_MODES(draw),
         )
         return exact_script(generated)
 
