@@ -88,9 +88,12 @@ class _Renderer:
     def norm(self, text: str) -> str:
         if not self.snapshot:
             return text
-        for raw, alias in self.ids.items():
-            if len(raw) >= 4:
-                text = text.replace(raw, alias)
+        # Longest first, so ``call_1`` never rewrites part of ``call_10``; one pass through a
+        # regex, so an alias is never rewritten again.
+        raws = sorted((r for r in self.ids if len(r) >= 4), key=len, reverse=True)
+        if raws:
+            pattern = re.compile("|".join(re.escape(r) for r in raws))
+            text = pattern.sub(lambda m: self.ids[m.group(0)], text)
         for pattern, repl in _PATTERNS:
             text = pattern.sub(repl, text)
         return text

@@ -168,3 +168,15 @@ def test_snapshot_extension_serialises_traces_and_strings_only() -> None:
     assert ext.serialize("already text") == "already text"
     with pytest.raises(TypeError, match="trace_snapshot compares LoopTrace objects"):
         ext.serialize({"not": "a trace"})
+
+
+def test_ids_that_prefix_each_other_are_renamed_exactly() -> None:
+    echo = {
+        "spec": {"name": "echo", "parameters": {"type": "object"}},
+        "execute": lambda a: "answering call_10 and call_1",
+    }
+    script = [turn(*(call("echo", {"n": n}) for n in range(11))), "done"]  # ids call_0 … call_10
+    snap = render_snapshot(run_loop_sync(ScriptedProvider(script), "go", tools=[echo]))
+    assert "call call#11 echo" in snap
+    assert '"answering call#11 and call#2"' in snap
+    assert "call_" not in snap
