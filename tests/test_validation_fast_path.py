@@ -80,3 +80,66 @@ def test_schemas_outside_the_subset_have_no_fast_path() -> None:
         {"type": "object", "properties": {"a": {"type": "string", "format": "date"}}}
     )
     assert v({"a": "not-a-date"})[1] == [("a", "'not-a-date' is not a 'date'")]
+
+
+def test_tool_normalisation_caches_function_facts_but_not_across_functions() -> None:
+    from openprogram.tools import normalize_tools
+
+    def sync_tool(arguments: dict[str, Any]) -> str:
+        return "x"
+
+    async def async_tool(arguments: dict[str, Any], *, cancel: Any, tool_call_id: str) -> str:
+        return "y"
+
+    spec = {"name": "t", "parameters": {"type": "object", "properties": {}}}
+    for _ in range(2):  # the second pass is served from the cache
+        s = normalize_tools([{"spec": spec, "execute": sync_tool}])[0]
+        a = normalize_tools([{"spec": spec, "execute": async_tool}])[0]
+        assert (s.is_async, s.accepts) == (False, frozenset())
+        assert (a.is_async, a.accepts) == (True, frozenset({"cancel", "tool_call_id"}))
+
+
+def test_schema_cache_tells_equal_looking_schemas_apart() -> None:
+    # json.dumps would map both to the same text; the cache must not mix them up
+    by_int = json_schema_validator({"type": "object", "properties": {"a": {"enum": [1]}}})
+    by_str = json_schema_validator({"type": "object", "properties": {"a": {"enum": ["1"]}}})
+    assert by_int({"a": 1})[1] == [] and by_int({"a": "1"})[1] != []
+    assert by_str({"a": "1"})[1] == [] and by_str({"a": 1})[1] != []
+
+
+def test_bad_tool_entries_still_named_in_errors() -> None:
+    import pytest
+
+    from openprogram.tools import normalize_tools
+
+    with pytest.raises(TypeError, match=r"tool spec of tool dict \{'spec': \{'description'"):
+        normalize_tools([{"spec": {"description": "x"}, "execute": print}])
+    with pytest.raises(TypeError, match=r"'execute' of tool dict .* is not callable"):
+        normalize_tools([{"spec": {"name": "a"}, "execute": 3}])
+    with pytest.raises(TypeError, match=r"must be a mapping or ToolSpec, got int"):
+        normalize_tools([{"spec": 3, "execute": print}])
+
+
+def test_callable_facts_are_shared_by_closures_but_not_by_wrapped_functions() -> None:
+    import functools
+
+    from openprogram.tools import _callable_info
+
+    def make(n: int) -> Any:
+        def tool(arguments: dict[str, Any], tool_call_id: str) -> int:
+            return n
+
+        return tool
+
+    assert _callable_info(make(1)) == _callable_info(make(2)) == (False, frozenset({"tool_call_id"}))
+
+    def inner(arguments: dict[str, Any], cancel: Any) -> int:
+        return 0
+
+    @functools.wraps(inner)
+    def wrapper(*args: Any, **kwargs: Any) -> int:  # signature() follows __wrapped__
+        return inner(*args, **kwargs)
+
+    assert _callable_info(wrapper) == (False, frozenset({"cancel"}))
+    wrapper2 = functools.wraps(make(3))(lambda *a, **k: 0)
+    assert _callable_info(wrapper2) == (False, frozenset({"tool_call_id"}))
