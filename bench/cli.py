@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import extras, fresh, report, workloads
-from .common import BenchError
+from .common import CLOCKS, BenchError, set_clock
 from .frameworks import ALL, FLOOR, OURS, PEERS, load_many
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"results JSON (default {DEFAULT_OUTPUT.relative_to(Path.cwd()) if DEFAULT_OUTPUT.is_relative_to(Path.cwd()) else DEFAULT_OUTPUT})")
     p.add_argument("--no-subprocess", action="store_true",
                    help="skip the fresh-interpreter measurements (import time, peak RSS)")
+    p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                   help="wall time (default) or process CPU time (steadier on a loaded machine)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
     return p
 
@@ -66,6 +68,7 @@ def _split(value: str, allowed: Sequence[str], what: str) -> list[str]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cfg = workloads.SMOKE if args.smoke else workloads.FULL
+    set_clock(args.clock)
     if args.samples is not None:
         cfg.samples = max(1, args.samples)
     if args.no_subprocess:
@@ -88,6 +91,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "versions": {fw.name: fw.version() for fw in frameworks},
             "settings": cfg.as_dict(),
+            "clock": args.clock,
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "skipped": skipped,
         },
         "workloads": {},

@@ -14,8 +14,25 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from time import perf_counter_ns
+from time import perf_counter_ns, process_time_ns
 from typing import Any, Protocol
+
+CLOCKS = {"wall": perf_counter_ns, "cpu": process_time_ns}
+"""``wall`` (default) is what a user waits; ``cpu`` (the process's CPU time, all threads) is
+steadier on a shared, loaded machine because time spent descheduled is not counted."""
+_clock = [perf_counter_ns]
+
+
+def set_clock(name: str) -> None:
+    """Select the clock of every later measurement (``wall`` or ``cpu``)."""
+    if name not in CLOCKS:
+        raise ValueError(f"unknown clock {name!r}; choose from {', '.join(CLOCKS)}")
+    _clock[0] = CLOCKS[name]
+
+
+def now_ns() -> int:
+    return _clock[0]()
+
 
 FINAL_TEXT = "done"
 """The final assistant text every run must return."""
@@ -52,7 +69,7 @@ class Script:
     def next_turn(self) -> list[PlannedCall] | None:
         """The reply to the next model call: the calls of this round, or ``None`` for the final
         text.  Stamps the call time."""
-        self.stamps.append(perf_counter_ns())
+        self.stamps.append(_clock[0]())
         r = self.model_calls
         self.model_calls += 1
         if r >= self.tool_rounds:
@@ -112,9 +129,10 @@ class Framework(Protocol):
 async def timed_run(fw: Framework, tool_rounds: int, calls_per_round: int = 1) -> Proof:
     """One complete, checked run of ``fw``."""
     script = Script(tool_rounds, calls_per_round)
-    start = perf_counter_ns()
+    clock = _clock[0]
+    start = clock()
     final = await fw.run(script)
-    elapsed = perf_counter_ns() - start
+    elapsed = clock() - start
     script.check(fw.name, final)
     return Proof(elapsed, script.stamps)
 

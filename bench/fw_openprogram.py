@@ -30,12 +30,16 @@ def version() -> str:
     return _dist_version("openprogram")
 
 
-def _tool(script: Script) -> dict[str, Any]:
-    def add(arguments: dict[str, Any]) -> int:
-        return script.add(arguments["a"], arguments["b"])
+_current: list[Script] = []
 
-    return {"spec": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA},
-            "execute": add}
+
+def add(arguments: dict[str, Any]) -> int:
+    return _current[0].add(arguments["a"], arguments["b"])
+
+
+TOOL = {"spec": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA},
+        "execute": add}
+"""Defined once, as a program defines its tools (the peers' tools are module-level too)."""
 
 
 def _responder(script: Script) -> Any:
@@ -49,9 +53,10 @@ def _responder(script: Script) -> Any:
 
 
 async def run(script: Script) -> Any:
+    _current[:] = [script]
     respond = _responder(script)
     provider = ScriptedProvider([respond] * (script.tool_rounds + 1))
-    context = AgentContext(messages=[], tools=[_tool(script)])
+    context = AgentContext(messages=[], tools=[TOOL])
     stream = agent_loop("go", context, LoopConfig(provider=provider, model="bench"))
     events = 0
     async for _ in stream:

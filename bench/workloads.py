@@ -10,10 +10,9 @@ from __future__ import annotations
 import gc
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
-from time import perf_counter_ns
 from typing import Any, TypeVar
 
-from .common import Framework, growth_ratio, summarize, timed_run
+from .common import Framework, growth_ratio, now_ns, summarize, timed_run
 
 T = TypeVar("T")
 
@@ -99,10 +98,10 @@ async def w3(frameworks: Sequence[Framework], cfg: Settings) -> dict[str, Any]:
     chunk = max(1, cfg.w3_runs // cfg.w3_chunks)
 
     async def one(fw: Framework) -> float:
-        start = perf_counter_ns()
+        start = now_ns()
         for _ in range(chunk):
             await timed_run(fw, cfg.w3_tool_rounds, 1)
-        return chunk / ((perf_counter_ns() - start) / 1e9)
+        return chunk / ((now_ns() - start) / 1e9)
 
     raw = await rotate(frameworks, cfg.w3_chunks, min(cfg.warmup, 1), one)
     return {name: summarize(v).as_dict() for name, v in raw.items()}
