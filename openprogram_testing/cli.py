@@ -662,6 +662,7 @@ def emulator(
             served = emulator_module.serve(
                 turns, host=host, port=port,
                 fallback=emulator_module.echo_responder if echo else None,
+                on_ready=lambda e: emulator_module.announce(e, lambda t: _out.print(escape(t))),
             )
         except (OSError, ValueError) as exc:
             raise UsageProblem(str(exc)) from None

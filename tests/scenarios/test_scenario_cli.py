@@ -274,3 +274,38 @@ def test_record_then_replay_round_trip_against_the_emulator(
     code, stdout, _ = cli(capsys, "run", str(replay))
     assert code == 0, stdout
     assert "1 passed" in stdout
+
+
+def test_emulator_command_serves_until_interrupted(tmp_path: Path) -> None:
+    """`openprogram-testing emulator --scenario FILE` serves the scenario's script on loopback
+    and stops cleanly on Ctrl-C."""
+    import re
+    import signal
+    import urllib.request
+
+    source = tmp_path / "scenario_emu.yaml"
+    source.write_text("prompt: hi\nscript: [served from the scenario]\n")
+    exe = Path(sys.executable).with_name("openprogram-testing")
+    proc = subprocess.Popen(
+        [str(exe), "emulator", "--scenario", str(source), "--no-echo"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+        assert match, line + proc.stderr.read() if proc.stderr else line
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        request = urllib.request.Request(
+            match.group(1) + "/v1/chat/completions", data=body.encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            reply = json.loads(response.read())
+        assert reply["choices"][0]["message"]["content"] == "served from the scenario"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "served 1 request(s)" in out
+    assert "Traceback" not in out + err
