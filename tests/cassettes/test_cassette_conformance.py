@@ -320,3 +320,20 @@ async def test_truncation_at_every_frame_boundary_ends_the_loop_in_error(
     assert checked == sum(
         len(split_frames(body_text(recorded[j]["response"]))) for j in range(per_run)
     )
+
+
+@pytest.mark.parametrize("recording", STREAMING, ids=ids(STREAMING))
+async def test_the_loop_gives_identical_messages_for_any_chunking(
+    conformance_cassettes: Path, recording: Recording
+) -> None:
+    """The adapters' SSE handling (through the SDKs) is chunking-invariant: single bytes, odd
+    sizes and random pieces all give the messages of the unchunked replay."""
+    recorded = interactions(conformance_cassettes, recording)
+    per_run = len(recorded) // recording.runs
+    with use_cassette(conformance_cassettes / recording.name, allow_unplayed=True) as cassette:
+        plain, _ = await _run(recording, recorded, 0)
+        for chunking in (Rechunk(sizes=[1]), Rechunk(sizes=[7, 2, 13]), Rechunk(seed=11)):
+            cassette.rewind(mutations=[chunking])
+            chunked, _ = await _run(recording, recorded, 0)
+            assert chunked.messages == plain.messages, chunking
+            assert cassette.played == list(range(per_run))
