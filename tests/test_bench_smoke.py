@@ -1,0 +1,134 @@
+"""The benchmark harness (``python -m bench``) in smoke mode: tiny counts, no peer frameworks,
+no assertion on absolute time.  It proves that every configuration still runs its loop (the
+proof checks inside the benchmark), and that the proof, the growth ratio, the ratios and the
+targets are computed correctly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # bench/ is a top-level script package, not installed
+    sys.path.insert(0, str(ROOT))
+
+from bench import cli, report  # noqa: E402
+from bench.common import FINAL_TEXT, BenchError, Script, growth_ratio, timed_run  # noqa: E402
+
+
+def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    code = cli.main(["--smoke", "--no-subprocess", "--workloads", "W1,W2,W3,W4",
+                     "--output", str(out), "--quiet"])
+    assert code == 0
+    results = json.loads(out.read_text())
+    assert results["meta"]["mode"] == "smoke"
+    assert results["meta"]["skipped"] == {}
+    for key in ("W1", "W2", "W3"):
+        rows = results["workloads"][key]["results"]
+        assert set(rows) == {"floor", "openprogram"}
+        for row in rows.values():
+            assert 0 < row["min"] <= row["median"] <= row["max"]
+            assert row["n"] == 2
+        assert rows["floor"]["x_floor"] == pytest.approx(1.0)
+    assert results["workloads"]["W1"]["results"]["openprogram"]["growth"]["median"] > 0
+    assert "W4" in results["workloads"] or "W4" in results["pending"]
+    statuses = {t["target"]: t["status"] for t in results["targets"]}
+    assert statuses["W1 µs/round"] in ("met", "MISSED")
+    assert statuses["import openprogram ms"].startswith("pending")  # --no-subprocess
+
+
+class _Skipper:
+    """A framework that drops the last tool call of every round: must not be counted."""
+
+    name = "skipper"
+    label = "broken loop"
+
+    def version(self) -> str:
+        return "0"
+
+    async def run(self, script: Script) -> Any:
+        while (calls := script.next_turn()) is not None:
+            for c in calls[:-1]:
+                script.add(c.a, c.b)
+        return FINAL_TEXT
+
+
+class _WrongText(_Skipper):
+    async def run(self, script: Script) -> Any:
+        while (calls := script.next_turn()) is not None:
+            for c in calls:
+                script.add(c.a, c.b)
+        return "something else"
+
+
+def test_a_loop_that_skips_calls_or_loses_the_text_fails_its_proof() -> None:
+    with pytest.raises(BenchError, match=r"skipper: .*tool called 3 times, expected 6"):
+        asyncio.run(timed_run(_Skipper(), 3, 2))
+    with pytest.raises(BenchError, match=r"final text 'something else', expected 'done'"):
+        asyncio.run(timed_run(_WrongText(), 2, 1))
+
+
+def test_the_real_configurations_pass_their_proof_with_parallel_calls() -> None:
+    from bench import fw_floor, fw_openprogram
+
+    for fw in (fw_floor, fw_openprogram):
+        proof = asyncio.run(timed_run(fw, 3, 4))
+        assert len(proof.stamps) == 4 and proof.elapsed_ns > 0
+
+
+def test_growth_ratio_compares_last_and_first_tool_rounds() -> None:
+    stamps = [0]
+    for k in range(30):  # rounds get linearly slower: 10, 11, ..., 39
+        stamps.append(stamps[-1] + 10 + k)
+    assert growth_ratio(stamps) == pytest.approx(34.5 / 14.5)
+    with pytest.raises(ValueError, match="at least 20 tool rounds"):
+        growth_ratio(stamps[:10])
+
+
+def test_ratios_and_targets() -> None:
+    row = lambda m: {"median": m, "min": m, "max": m, "n": 1}  # noqa: E731
+    results: dict[str, Any] = {
+        "workloads": {
+            "W1": {"results": {"floor": row(10.0), "openprogram": {**row(40.0), "growth": row(1.1)},
+                               "pydantic-ai": row(400.0), "langgraph": row(4000.0)}},
+            "W3": {"results": {"floor": row(10000.0), "openprogram": row(2500.0),
+                               "openai-agents": row(500.0)}},
+        },
+        "pending": {"W6": "strategies missing"},
+    }
+    report.add_ratios(results)
+    w1 = results["workloads"]["W1"]
+    assert w1["best_peer"] == "pydantic-ai"
+    assert w1["results"]["openprogram"]["x_floor"] == pytest.approx(4.0)
+    assert w1["results"]["openprogram"]["x_best_peer"] == pytest.approx(0.1)
+    w3 = results["workloads"]["W3"]["results"]  # throughput: cost ratio is inverted
+    assert w3["openprogram"]["x_floor"] == pytest.approx(4.0)
+    assert w3["openprogram"]["x_best_peer"] == pytest.approx(0.2)
+    statuses = {t["target"]: t["status"] for t in report.check_targets(results)}
+    assert statuses["W1 µs/round"] == "met"
+    assert statuses["W1 history growth (last/first 10 rounds)"] == "met"
+    assert statuses["W3 runs/s"] == "met"
+    assert statuses["W6 examples/s"] == "pending: strategies missing"
+    assert statuses["W2 µs per tool call"] == "pending: not run"
+    rows = report.table_rows(results)
+    assert any(r[2] == "openprogram" and "growth 1.10x" in r[7] for r in rows)
+
+
+def test_import_of_openprogram_is_timed_and_pulls_in_no_provider_sdk() -> None:
+    from bench import fresh
+
+    timing = fresh.import_times(["openprogram"], 1)["openprogram"]
+    assert timing["sdks_imported"] == [] and timing["median"] > 0
+
+
+def test_cli_rejects_unknown_names() -> None:
+    with pytest.raises(SystemExit, match="unknown workload: W9"):
+        cli.main(["--smoke", "--workloads", "W9"])
+    with pytest.raises(SystemExit, match="unknown framework: crewai"):
+        cli.main(["--smoke", "--frameworks", "crewai"])
