@@ -173,9 +173,9 @@ def _find_leak(text: str, secrets: Sequence[str]) -> str | None:
         if secret in text:
             return f"a key value in use ({secret[:3]}…, {len(secret)} characters)"
     for pattern, _ in _KEY_PATTERNS:
-        match = pattern.search(text)
-        if match and REDACTED not in match.group(0):
-            return f"a key-shaped value ({match.group(0)[:6]}…)"
+        for match in pattern.finditer(text):
+            if REDACTED not in match.group(0):
+                return f"a key-shaped value ({match.group(0)[:6]}…)"
     return None
 
 

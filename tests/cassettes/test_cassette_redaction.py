@@ -44,3 +44,13 @@ def test_values_in_use_are_replaced_verbatim_and_url_encoded() -> None:
     assert redact_text(text, [secret]) == f"a {REDACTED} b {REDACTED} c"
     assert redact_text("Bearer short", ["Bearer short"]) == "Bearer short"  # < 8 characters
     assert redact_text("the word test stays", ["test"]) == "the word test stays"
+
+
+def test_the_leak_scan_sees_past_values_already_redacted() -> None:
+    from openprogram_testing.cassettes import _find_leak
+
+    assert _find_leak("?key=REDACTED&token=leaky123", []) == "a key-shaped value (token=…)"
+    assert _find_leak("?key=REDACTED&token=REDACTED https://REDACTED@h", []) is None
+    assert _find_leak("uses my-secret-value-1 here", ["my-secret-value-1"]) == (
+        "a key value in use (my-…, 17 characters)"
+    )
