@@ -266,7 +266,7 @@ def _preload_sdks(files: list[Path]) -> None:
 
 def _report(rows: list[dict[str, Any]], elapsed: float, verbose: bool) -> None:
     table = Table(title="OpenProgram scenarios", title_justify="left")
-    table.add_column("scenario")
+    table.add_column("scenario", overflow="fold")
     table.add_column("result")
     table.add_column("termination")
     table.add_column("model calls", justify="right")
