@@ -140,6 +140,13 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     args = marker.args if marker else ()
     kwargs = dict(marker.kwargs) if marker else {}
     name = args[0] if args else kwargs.pop("name", None)
+    allowed = {"match_body", "allow_unplayed", "mutations", "redact_values", "record_mode"}
+    unknown = set(kwargs) - allowed
+    if unknown or len(args) > 1:
+        raise pytest.UsageError(
+            f"@pytest.mark.op_cassette takes a name and match_body=, allow_unplayed=, "
+            f"mutations=, redact_values=, record_mode=; got {sorted(unknown) or args[1:]}"
+        )
     mode = str(request.config.getoption("--openprogram-record-mode") or "none")
     kwargs.setdefault("record_mode", mode)
     with contextlib.ExitStack() as stack:
