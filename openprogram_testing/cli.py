@@ -142,7 +142,10 @@ def run_one(path: str, update_snapshots: bool = False) -> dict[str, Any]:
         scenario = load_scenario(path)
     except ScenarioError as exc:
         return _error_row(Path(path), str(exc))
-    return _row(run_scenario(scenario, update_snapshots=update_snapshots))
+    try:
+        return _row(run_scenario(scenario, update_snapshots=update_snapshots))
+    except Exception as exc:  # a harness bug must not hide the other scenarios' results
+        return _error_row(Path(path), f"the scenario could not run: {type(exc).__name__}: {exc}")
 
 
 def _select(files: list[Path], keyword: str | None) -> list[Path]:

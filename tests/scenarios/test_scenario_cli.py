@@ -65,9 +65,10 @@ def test_run_reports_each_scenario_and_fails_when_one_fails(suite: Path, capsys)
 
 
 def test_run_exit_zero_when_all_pass(suite: Path, capsys) -> None:
-    code, out, _ = cli(capsys, "run", str(suite), "-k", "not gamma")
+    code, out, _ = cli(capsys, "run", str(suite), "-k", "not gamma", "-v")
     assert code == 0
     assert "2 passed in" in out and "gamma" not in out
+    assert "PASSED alpha" in out and "agent_end termination=completed" in out  # -v timelines
 
 
 def test_keyword_filter() -> None:
