@@ -201,3 +201,51 @@ async def test_replay_recording(conformance_cassettes: Path, name: str, factory:
 def test_every_recording_is_covered(conformance_cassettes: Path) -> None:
     names = {str(p.relative_to(conformance_cassettes)) for p in conformance_cassettes.rglob("*.yaml")}
     assert names == set(CHAT) | set(RESPONSES) | set(ANTHROPIC)
+
+
+class _Cuts(httpx2.AsyncByteStream):
+    def __init__(self, data: bytes, cuts: list[int]) -> None:
+        self.data, self.cuts = data, sorted(set(cuts))
+
+    async def __aiter__(self):  # type: ignore[override]
+        start = 0
+        for cut in [*self.cuts, len(self.data)]:
+            if cut > start:
+                yield self.data[start:cut]
+                start = cut
+
+
+RECHUNKED = [
+    ("mirascope/test_call_with_tools/openai_gpt_4o_completions/stream.yaml", chat_provider),
+    ("mirascope/test_call_with_tools/openai_gpt_4o_responses/stream.yaml", responses_provider),
+    ("mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml", anthropic_provider),
+]
+
+
+@pytest.mark.parametrize(("name", "factory"), RECHUNKED, ids=[n for n, _ in RECHUNKED])
+def test_any_chunking_gives_the_same_message(conformance_cassettes: Path, name: str, factory: Any) -> None:
+    """SPEC §9.3/§10.10: the SSE parsers give identical messages for any chunking."""
+    import asyncio
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    interaction = _interactions(conformance_cassettes / name)[0]
+    data = _body(interaction["response"])
+    headers = {"content-type": "text/event-stream"}
+
+    async def replay(stream: httpx2.AsyncByteStream | None) -> dict[str, Any]:
+        response = (httpx2.Response(200, headers=headers, content=data) if stream is None
+                    else httpx2.Response(200, headers=headers, stream=stream))
+        _, message = await collect(factory(Recorder(response)), Context(messages=[UserMessage(content="x")]))
+        return message.model_dump()
+
+    whole = asyncio.run(replay(None))
+    assert whole["stop_reason"] == "toolUse"
+
+    @settings(max_examples=15, deadline=None, database=None)
+    @given(st.lists(st.integers(min_value=1, max_value=len(data) - 1), max_size=60))
+    def check(cuts: list[int]) -> None:
+        assert asyncio.run(replay(_Cuts(data, cuts))) == whole
+
+    check()
