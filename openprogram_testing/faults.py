@@ -217,13 +217,13 @@ class MutableResponse:
         data = self.body_bytes()
         cuts: dict[int, float] = {}
         if self.stalls:
-            offsets = _frame_offsets(self.text)
+            offsets = _frame_offsets(self.text) if any(a for a, _ in self.stalls) else [0]
             for after, seconds in self.stalls:
                 if after > len(offsets) - 1:
                     raise FaultError(
                         f"Stall(after_frame={after}): the body has only {len(offsets) - 1} frames"
                     )
-                cut = len(self.text[: offsets[after]].encode("utf-8"))
+                cut = len(self.text[: offsets[after]].encode("utf-8")) if after else 0
                 cuts[cut] = cuts.get(cut, 0.0) + seconds
         boundaries = set(cuts) | {0, len(data)}
         if self.chunking is not None:
@@ -561,16 +561,17 @@ def _reason(status: int) -> str:
 
 @dataclass(frozen=True)
 class Stall(Mutation):
-    """Pause ``seconds`` after the first ``after_frame`` frames have been served."""
+    """Pause ``seconds`` after the first ``after_frame`` frames have been served
+    (``after_frame=0``: before the first byte, for any body, streamed or not)."""
 
     seconds: float
     after_frame: int = 0
 
     def apply(self, response: MutableResponse) -> None:
-        frames = response.frames(self)
         if self.seconds < 0:
             raise FaultError(f"{self!r}: seconds must be >= 0")
-        _check_frame(self, self.after_frame, frames, allow_end=True)
+        if self.after_frame:  # after_frame=0 (before the first byte) fits any body
+            _check_frame(self, self.after_frame, response.frames(self), allow_end=True)
         response.stalls.append((self.after_frame, float(self.seconds)))
 
 

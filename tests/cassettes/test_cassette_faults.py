@@ -122,6 +122,9 @@ def test_stall_and_rechunk_shape_how_the_body_is_served() -> None:
     seeded = [Rechunk(seed=7).boundaries(300), Rechunk(seed=7).boundaries(300)]
     assert seeded[0] == seeded[1] and seeded[0][-1] == 300
     assert apply_mutations(response(BODY), [Stall(0.2, after_frame=3)]).pieces()[-1] == (0.2, b"")
+    assert apply_mutations(response(b'{"a": 1}'), [Stall(0.1)]).pieces() == [(0.1, b'{"a": 1}')]
+    with pytest.raises(FaultError, match="needs a streamed"):
+        apply_mutations(response(b'{"a": 1}'), [Stall(0.1, after_frame=1)])
 
 
 def test_content_length_follows_the_mutated_body() -> None:
