@@ -574,6 +574,8 @@ def _yaml_problem(file: str, exc: Any) -> Problem:
     hint = ""
     if "mapping values are not allowed" in problem or "expected <block end>" in problem:
         hint = " — check the indentation of this line and the one before"
+    elif "'\\t'" in problem:
+        hint = " — indent YAML with spaces, not tabs"
     return Problem(file, line, col, "", f"YAML syntax error: {problem}{context}{hint}")
 
 

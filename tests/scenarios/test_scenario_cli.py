@@ -310,3 +310,18 @@ def test_emulator_command_serves_until_interrupted(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "served 1 request(s)" in out
     assert "Traceback" not in out + err
+
+
+def test_show_and_validate_bad_inputs(tmp_path: Path, capsys) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [1,\n")
+    code, _, err = cli(capsys, "show", str(broken))
+    assert code == 2 and f"{broken}: not valid YAML" in err
+    bad_cassette = tmp_path / "bad_cassette.yaml"
+    bad_cassette.write_text("interactions:\n  - {request: {}}\n")
+    code, _, err = cli(capsys, "show", str(bad_cassette))
+    assert code == 2 and "interaction 0 lacks request/response" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = cli(capsys, "validate", str(empty))
+    assert code == 2 and f"no scenario files found in {empty}" in err

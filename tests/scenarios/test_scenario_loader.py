@@ -324,3 +324,10 @@ def test_agentic_tool_rules() -> None:
     assert error_of(
         "prompt: hi\ntools: [{name: a, echo: true, agentic: {prompt: p}}]\nscript: [x]\n"
     ) == "s.yaml:2:9: tools[0]: give only one of returns/raises/echo/agentic, got echo, agentic"
+
+
+def test_tab_indentation_is_a_yaml_syntax_error() -> None:
+    assert error_of("prompt: hi\nscript:\n\t- x\n") == (
+        "s.yaml:3:1: YAML syntax error: found character '\\t' that cannot start any token "
+        "(while scanning for the next token) — indent YAML with spaces, not tabs"
+    )
