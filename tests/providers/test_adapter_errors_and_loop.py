@@ -213,3 +213,30 @@ async def test_loop_ends_with_error_termination_on_http_error(api: str) -> None:
     messages = await stream.result()
     assert stream.termination == "error"
     assert messages[-1].error_status == 401  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("api", FACTORIES)
+async def test_blocked_real_call_escapes_the_loop(api: str) -> None:
+    """The guard's BaseException is not turned into an error message: the run fails loudly."""
+    import anthropic
+    import openai
+
+    from openprogram.providers import guard
+    from openprogram.providers.anthropic import AnthropicProvider
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+    from openprogram.providers.openai_responses import OpenAIResponsesProvider
+
+    rec = Recorder()
+    if api == "anthropic":
+        provider: Any = AnthropicProvider(anthropic.AsyncAnthropic(
+            api_key="k", base_url="https://api.anthropic.com", http_client=rec.client()))
+    else:
+        cls = OpenAIChatProvider if api == "chat" else OpenAIResponsesProvider
+        provider = cls(openai.AsyncOpenAI(api_key="k", base_url="https://api.openai.com/v1",
+                                          http_client=rec.client()))
+    with guard.allow_model_requests(False):
+        stream = agent_loop("hi", AgentContext(), LoopConfig(provider=provider, model="m"))
+        with pytest.raises(guard.ModelRequestsBlocked):
+            async for _ in stream:
+                pass
+    assert rec.requests == []
