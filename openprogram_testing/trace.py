@@ -67,6 +67,7 @@ class LoopTrace:
     prompts: list[UserMessage] | None = None
     tool_names: list[str] | None = None
     system_prompt: str | None = None
+    handed_over: list[Delivery] | None = None
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -153,7 +154,10 @@ class LoopTrace:
 
     @property
     def deliveries(self) -> list[Delivery]:
-        """What the steering schedule handed to the loop (empty without a schedule)."""
+        """What the steering schedule handed to the loop during this run (a schedule reused for
+        several runs keeps them all; ``run_loop`` records which are this run's)."""
+        if self.handed_over is not None:
+            return list(self.handed_over)
         return list(self.schedule.delivered) if self.schedule is not None else []
 
     @property
@@ -219,6 +223,7 @@ async def run_loop(
     )
     if schedule is not None:
         schedule.configure(config)
+    already = len(schedule.delivered) if schedule is not None else 0
     agent_tools = normalize_tools(list(tools))  # once: the loop accepts AgentTools as they are
     context = AgentContext(system_prompt=system_prompt, messages=list(history), tools=agent_tools)
     tool_names = [t.name for t in agent_tools]
@@ -251,6 +256,8 @@ async def run_loop(
         requests=requests,
     )
     trace.system_prompt = system_prompt
+    if schedule is not None:
+        trace.handed_over = list(schedule.delivered[already:])
     if failure is not None:
         try:
             failure.add_note("loop timeline:\n" + render_timeline(trace))

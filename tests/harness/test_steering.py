@@ -249,3 +249,15 @@ def test_a_schedule_that_sees_no_events_fails_clearly() -> None:
 def test_bad_schedule_input_is_a_clear_error(build, error, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error, match=match):
         build(SteeringSchedule())
+
+
+def test_a_schedule_reused_across_runs_reports_each_runs_deliveries() -> None:
+    schedule = SteeringSchedule().follow_up("first")
+    one = run_loop_sync(ScriptedProvider(["a", "b"]), "go", schedule=schedule)
+    schedule.follow_up("second")
+    two = run_loop_sync(ScriptedProvider(["c", "d"]), "again", schedule=schedule)
+    check_invariants(one)
+    check_invariants(two)  # "first" belongs to run one: not lost in run two
+    assert [d.message.text for d in one.deliveries] == ["first"]
+    assert [d.message.text for d in two.deliveries] == ["second"]
+    assert len(schedule.delivered) == 2 and schedule.pending == []
