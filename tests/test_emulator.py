@@ -1070,3 +1070,46 @@ def test_fixture_and_readme_example_in_a_pytest_run(pytester):
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_leftover*",
                                  "*UnconsumedTurns*never requested*"])
+
+
+async def test_concurrent_requests_are_served_in_arrival_order(emu):
+    release = threading.Event()
+
+    def slow(req: ModelRequest) -> str:
+        release.wait(5)  # holds its turn while the second request arrives
+        return "first"
+
+    emu.add(slow, "second")
+    first = asyncio.ensure_future(ask(emu, "openai_chat", True))
+    while not emu.requests:
+        await asyncio.sleep(0.01)
+    second = asyncio.ensure_future(ask(emu, "anthropic", False))
+    await asyncio.sleep(0.05)
+    assert not second.done()  # the script is played in order: it waits for turn 0
+    release.set()
+    assert (await first)["text"] == "first"
+    assert (await second)["text"] == "second"
+    assert [r.turn for r in emu.requests] == [0, 1]
+
+
+async def test_raising_turn_on_a_json_request_drops_the_connection(emu):
+    emu.add(raising_turn(RuntimeError("x"), "partial"))
+    with pytest.raises(anthropic.APIConnectionError):
+        await ask(emu, "anthropic", False)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+async def test_responses_redacted_reasoning_is_encrypted_content_only(emu, stream):
+    emu.add(turn(think("opaque", redacted=True), "ok"))
+    got = await ask(emu, "openai_responses", stream)
+    assert got["thinking"] == [("", "opaque")] and got["text"] == "ok"
+
+
+async def test_anthropic_beta_query_string_is_served_and_recorded(emu):
+    emu.add("beta ok")
+    # recorded beta clients call /v1/messages?beta=true (this SDK version adds no query itself)
+    m = await ant(emu).messages.create(model="m", max_tokens=5, messages=USER,
+                                       extra_query={"beta": "true"})
+    assert m.content[0].text == "beta ok"
+    (req,) = emu.requests
+    assert (req.path, req.query, req.api) == ("/v1/messages", "beta=true", "anthropic")
