@@ -31,6 +31,8 @@ from .base import (
     parse_retry_after,
 )
 
+__all__ = ["STREAM_ENDED", "SDKProvider", "StreamParser"]
+
 STREAM_ENDED = "stream ended without a final event"
 
 Events = list[AssistantMessageEvent]
@@ -97,9 +99,6 @@ class StreamParser:
 
 class _Aborted(Exception):
     pass
-
-
-_END = object()
 
 
 class SDKProvider:
