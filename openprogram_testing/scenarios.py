@@ -528,7 +528,7 @@ def parse_scenario(text: str, path: str | Path = "<scenario>") -> Scenario:
     path = Path(path)
     file = str(path)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root, data = _parse_yaml(text)
     except yaml.MarkedYAMLError as exc:
         raise ScenarioError([_yaml_problem(file, exc)]) from None
     except yaml.YAMLError as exc:
@@ -548,10 +548,6 @@ def parse_scenario(text: str, path: str | Path = "<scenario>") -> Scenario:
             for loc, node in duplicates
         ])
     try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:  # e.g. an unknown tag, found only while constructing
-        raise ScenarioError([_yaml_problem(file, exc)]) from None
-    try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_validation_problems(file, root, exc)) from None
@@ -564,6 +560,29 @@ def parse_scenario(text: str, path: str | Path = "<scenario>") -> Scenario:
             problems.append(Problem(file, *_pos(node), _dotted(loc), message))
         raise ScenarioError(problems)
     return scenario
+
+
+def _parse_yaml(text: str) -> tuple[Any, Any]:
+    """The node tree (for positions) and the data, from one parse.  libyaml's loader is used
+    when available (fast); a file it rejects is parsed again with the pure-Python loader so
+    syntax errors read the same everywhere."""
+    import yaml
+
+    def parse(loader_class: Any) -> tuple[Any, Any]:
+        loader = loader_class(text)
+        try:
+            node = loader.get_single_node()
+            return node, (loader.construct_document(node) if node is not None else None)
+        finally:
+            loader.dispose()
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            return parse(fast)
+        except yaml.YAMLError:
+            pass
+    return parse(yaml.SafeLoader)
 
 
 def _yaml_problem(file: str, exc: Any) -> Problem:
