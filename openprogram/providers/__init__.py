@@ -5,9 +5,30 @@ from . import guard
 from ._env import provider_from_env
 from .base import Context, MessageBuilder, Provider, StreamOptions, ToolChoice
 
+_ADAPTERS = {
+    "AnthropicProvider": "anthropic",
+    "OpenAIChatProvider": "openai_chat",
+    "OpenAIResponsesProvider": "openai_responses",
+}
+
+
+def __getattr__(name: str) -> object:
+    """``from openprogram.providers import OpenAIChatProvider`` imports the adapter module on
+    first use only (and the adapters import their SDK only when a client is built)."""
+    if name in _ADAPTERS:
+        import importlib
+
+        module = importlib.import_module(f"{__name__}.{_ADAPTERS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "AnthropicProvider",
     "Context",
     "MessageBuilder",
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
     "Provider",
     "StreamOptions",
     "ToolChoice",

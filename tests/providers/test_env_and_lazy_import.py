@@ -14,6 +14,8 @@ def test_importing_openprogram_does_not_import_sdks() -> None:
     code = (
         "import sys, openprogram, openprogram.providers\n"
         "from openprogram.providers import guard, provider_from_env, wire\n"
+        "from openprogram.providers import AnthropicProvider, OpenAIChatProvider\n"
+        "from openprogram.providers import OpenAIResponsesProvider\n"
         "import openprogram.providers.openai_chat, openprogram.providers.openai_responses\n"
         "import openprogram.providers.anthropic\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx2'))\n"
@@ -68,3 +70,12 @@ def test_responses_and_anthropic_from_env(clean_env: pytest.MonkeyPatch) -> None
 def test_unknown_api(clean_env: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown provider API 'gemini'"):
         provider_from_env("gemini")
+
+
+def test_adapters_exported_lazily_from_the_package() -> None:
+    import openprogram.providers as providers
+    from openprogram.providers.anthropic import AnthropicProvider
+
+    assert providers.AnthropicProvider is AnthropicProvider
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        providers.Nope  # noqa: B018
