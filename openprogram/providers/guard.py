@@ -34,6 +34,7 @@ __all__ = [
     "ModelRequestsBlocked",
     "allow_model_requests",
     "check",
+    "get_allow_model_requests",
     "is_loopback",
     "model_requests_allowed",
     "replaying",
@@ -61,6 +62,12 @@ def set_allow_model_requests(flag: bool) -> None:
     """Set the process-wide default (all threads, all tasks without a context override)."""
     global _allowed_global
     _allowed_global = bool(flag)
+
+
+def get_allow_model_requests() -> bool:
+    """The process-wide default (what :func:`set_allow_model_requests` last set), ignoring any
+    context override — e.g. to restore it after a test."""
+    return _allowed_global
 
 
 def model_requests_allowed() -> bool:

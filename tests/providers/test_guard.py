@@ -15,7 +15,7 @@ from openprogram.providers.guard import ModelRequestsBlocked
 
 @pytest.fixture(autouse=True)
 def _restore_default() -> Iterator[None]:
-    before = guard._allowed_global
+    before = guard.get_allow_model_requests()
     yield
     guard.set_allow_model_requests(before)
 
@@ -116,3 +116,12 @@ def test_env_default(monkeypatch: pytest.MonkeyPatch) -> None:
     assert guard._env_default() is True
     monkeypatch.delenv("OPENPROGRAM_ALLOW_MODEL_REQUESTS")
     assert guard._env_default() is True
+
+
+def test_get_returns_the_global_default_not_the_override() -> None:
+    guard.set_allow_model_requests(False)
+    with guard.allow_model_requests(True):
+        assert guard.get_allow_model_requests() is False
+        assert guard.model_requests_allowed() is True
+    guard.set_allow_model_requests(True)
+    assert guard.get_allow_model_requests() is True
