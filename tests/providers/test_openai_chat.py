@@ -306,3 +306,23 @@ async def test_error_object_inside_the_stream() -> None:
     assert msg.error_message == (
         "HTTP 500 (server_error): The server had an error while processing your request."
     )
+
+
+async def test_cancel_while_waiting_for_a_non_streaming_response() -> None:
+    hang = asyncio.Event()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        await hang.wait()  # the server never answers
+        raise AssertionError("unreachable")
+
+    import openai
+
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+
+    client = openai.AsyncOpenAI(api_key="k", base_url=BASE + "/v1", max_retries=0,
+                                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    cancel = CancelToken()
+    asyncio.get_running_loop().call_later(0.05, cancel.cancel)
+    provider = OpenAIChatProvider(client, stream=False)
+    _, msg = await asyncio.wait_for(collect(provider, CTX, StreamOptions(cancel=cancel)), 5)
+    assert msg.stop_reason == "aborted"
