@@ -11,19 +11,25 @@ as its expectations, so a failure found by hypothesis becomes a committed regres
 
 Design choices that keep it fast and well-shrinking:
 
-- tiny domains (3 tool names, one-digit ints, a handful of texts), short lists, and every
-  ``st.one_of`` ordered simple-first, so a failure shrinks to "one text turn" when it can;
+- tiny domains (3 tool names, one-digit ints, a handful of texts), short lists, and every choice
+  ordered simplest first, so a failure shrinks to "one text turn" when it can;
+- strategy objects built once and coarse draws (one draw picks a whole call), because hypothesis's
+  per-draw cost dominates an example;
 - no sleeps, no threads: tool behaviours are instant (return, echo, raise);
 - scripts are *exact*: after drawing, the script is trimmed to the turns the run will consume
   and padded with plain text turns, so the strict scripted provider never has leftovers.
 
+    import asyncio
     from hypothesis import given
-    from openprogram_testing.strategies import scenarios
+    from openprogram_testing.strategies import check_run, report_failure, scenarios
 
-    @given(scenarios())
+    RUNNER = asyncio.Runner()
+
+    @given(generated=scenarios())
     def test_loop(generated):
-        trace = generated.run_sync()
-        generated.check(trace)      # §10 invariants + the reference model's predictions
+        with report_failure(generated):           # the shrunk failure is written as YAML
+            trace = generated.run_sync(runner=RUNNER)
+            check_run(generated, trace)           # §10 invariants, exact rules, prediction
 """
 
 from __future__ import annotations
@@ -852,12 +858,15 @@ def to_scenario(
     exp = generated.expected_outcome()
     tools = []
     for t in generated.tools:
+        common: dict[str, Any] = {
+            "name": t.name, "description": f"test tool {t.name}", "parameters": X_SCHEMA
+        }
         if t.behaviour == "echo":
-            tools.append(sc.ToolDef(name=t.name, parameters=X_SCHEMA, echo=True))
+            tools.append(sc.ToolDef(**common, echo=True))
         elif t.behaviour == "raises":
-            tools.append(sc.ToolDef(name=t.name, parameters=X_SCHEMA, raises=str(t.value)))
+            tools.append(sc.ToolDef(**common, raises=str(t.value)))
         else:
-            tools.append(sc.ToolDef(name=t.name, parameters=X_SCHEMA, returns=t.value))
+            tools.append(sc.ToolDef(**common, returns=t.value))
     script: list[Any] = []
     for turn in generated.script:
         if turn.text is not None and turn.thinking is None and not turn.calls and (
