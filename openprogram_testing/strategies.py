@@ -1039,20 +1039,19 @@ class report_failure:
             f"reproduce: openprogram-testing run {path}  (commit it under scenarios/ as a "
             "regression test)\n" + path.read_text(encoding="utf-8")
         )
-        from hypothesis import note
-        from hypothesis.control import _current_build_context
+        from hypothesis import currently_in_test_context, note
 
-        if _current_build_context.value is not None:
+        if currently_in_test_context():
             note(message)
         exc.add_note(message)
 
 
 def _is_final_run() -> bool:
     """True on hypothesis's final replay of the shrunk example, and outside hypothesis."""
-    from hypothesis.control import _current_build_context
+    from hypothesis import currently_in_test_context
+    from hypothesis.control import current_build_context
 
-    context = _current_build_context.value
-    return context is None or bool(context.is_final)
+    return not currently_in_test_context() or bool(current_build_context().is_final)
 
 
 # -- hypothesis profiles ----------------------------------------------------------------------

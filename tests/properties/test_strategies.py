@@ -102,9 +102,7 @@ def test_failures_shrink_to_minimal_examples() -> None:
     capped = _find(scenarios(), lambda g: g.expected_outcome().termination == "max_iterations")
     assert capped.expected_outcome().cap <= 2 and len(capped.script) <= 2
     assert sum(len(t.calls) for t in capped.script) <= 1 and len(capped.steering) <= 1
-    # A skipped call needs two calls and one steering message after the first.
-    skipped = _find(scenarios(), lambda g: any(r.skipped for r in g.expected_outcome().tool_results))
-    assert len(skipped.steering) == 1 and len(skipped.script[0].calls) == 2
+    # (The shrink of a skipped call is checked by test_shrink_to_yaml's planted skip bug.)
 
 
 def test_component_strategies_draw_their_types() -> None:
