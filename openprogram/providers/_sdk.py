@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
@@ -126,7 +127,11 @@ class SDKProvider:
         max_retries: int = 0,
         **client_kwargs: Any,
     ) -> None:
-        self._client = client
+        self._client = client  # the given client, else the one used last
+        self._given = client is not None
+        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
         self._client_args: dict[str, Any] = dict(client_kwargs, max_retries=max_retries)
         if api_key is not None:
             self._client_args["api_key"] = api_key
@@ -158,18 +163,53 @@ class SDKProvider:
     # -- shared ---------------------------------------------------------------------------
     @property
     def client(self) -> Any:
-        if self._client is None:
-            self._client = self._make_client(**self._client_args)
-        return self._client
+        """The SDK client for the running event loop.
+
+        A client passed to the constructor is used everywhere as is.  Otherwise each event loop
+        gets its own client, built on first use: an async HTTP client's connection pool belongs
+        to the loop it was used on, so reusing it from another loop (``asyncio.run`` per call, a
+        sync ``exec`` nested on a helper thread) fails with "Event loop is closed".  A client
+        closed with :meth:`aclose` is replaced on next use.
+        """
+        if self._given:
+            return self._client
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        current = self._loop_clients.get(loop) if loop is not None else None
+        if current is None or current.is_closed():
+            unbound = self._client
+            if unbound is not None and not unbound.is_closed() and all(
+                c is not unbound for c in self._loop_clients.values()
+            ):
+                current = unbound  # built outside any loop (e.g. to read base_url): adopt it
+            else:
+                current = self._make_client(**self._client_args)
+            if loop is not None:
+                self._loop_clients[loop] = current
+        self._client = current
+        return current
 
     @property
     def base_url(self) -> str:
         return str(self.client.base_url)
 
     async def aclose(self) -> None:
-        """Close the SDK client (its HTTP connection pool).  Also a client passed in."""
-        if self._client is not None:
+        """Close the SDK client of the running loop (its HTTP connection pool); a client passed
+        to the constructor is closed too.  The provider stays usable: the next call builds a
+        new client."""
+        if self._given:
             await self._client.close()
+            return
+        loop = asyncio.get_running_loop()
+        current = self._loop_clients.pop(loop, None)
+        if current is None and self._client is not None and all(
+            c is not self._client for c in self._loop_clients.values()
+        ):
+            current = self._client
+        if current is not None:
+            await current.close()
 
     async def __aenter__(self) -> SDKProvider:
         return self

@@ -120,3 +120,27 @@ async def test_sdk_retries_when_enabled(api: str) -> None:
         message = await _final(ADAPTERS[api](emu, max_retries=1))
         emu.assert_complete()
     assert message.stop_reason == "stop" and message.text == "recovered"
+
+
+@pytest.mark.parametrize("api", ADAPTERS)
+def test_one_provider_across_event_loops_threads_and_aclose(api: str) -> None:
+    """A provider built without a client works from several event loops (``asyncio.run`` per
+    call, another thread) and after ``aclose()``: each loop gets its own SDK client."""
+    import threading
+
+    with ProviderEmulator([turn("a"), turn("b"), turn("c"), turn("d")]) as emu:
+        provider = ADAPTERS[api](emu)
+
+        async def twice_in_one_loop() -> list[str]:
+            first = await _final(provider)  # closes this loop's client at the end
+            second = await _final(provider)  # ... so this call builds a new one
+            return [first.text, second.text]
+
+        texts = asyncio.run(twice_in_one_loop())
+        texts.append(asyncio.run(_final(provider)).text)
+        box: list[str] = []
+        thread = threading.Thread(target=lambda: box.append(asyncio.run(_final(provider)).text))
+        thread.start()
+        thread.join()
+        emu.assert_complete()
+    assert texts + box == ["a", "b", "c", "d"]
