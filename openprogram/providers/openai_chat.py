@@ -6,8 +6,13 @@ the final usage chunk has ``choices: []`` and arrives after the chunk carrying
 stream that ends before any ``finish_reason`` is an error ("stream ended without a final event").
 
 Tool calls arrive as fragments keyed by ``index``; id and name come only in the first fragment of
-each index.  ``delta.reasoning_content`` / ``delta.reasoning`` (sent by OpenAI-compatible servers
-for reasoning models) become thinking blocks; OpenAI itself does not stream reasoning here.
+each index (a fragment with a *different* id at a known index starts a new call: some
+OpenAI-compatible servers send every parallel call as index 0).  Only choice 0 is read.
+``delta.reasoning_content`` / ``delta.reasoning`` (sent by OpenAI-compatible servers for
+reasoning models) become thinking blocks; OpenAI itself does not stream reasoning here.
+
+A ``finish_reason`` followed by the end of the body counts as finished even when ``[DONE]`` is
+missing (the SDK does not tell the two apart; the message is complete either way).
 
 Messages we send: system prompt as a ``system`` message; tool results as ``role: "tool"``
 messages (the API has no error flag: the error text is the content); images in user messages as
@@ -157,6 +162,9 @@ class _ChatStreamParser(StreamParser):
                 wire_index = fragment.get("index", 0)
                 fn = fragment.get("function") or {}
                 index = self.calls.get(wire_index)
+                new_id = fragment.get("id")
+                if index is not None and new_id and new_id != b.message.content[index].id:  # type: ignore[union-attr]
+                    index = None  # servers that reuse index 0 for every parallel call
                 if index is None:
                     self._close_text(out)
                     call_id = fragment.get("id") or f"call_{wire_index}"

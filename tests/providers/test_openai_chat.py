@@ -326,3 +326,15 @@ async def test_cancel_while_waiting_for_a_non_streaming_response() -> None:
     provider = OpenAIChatProvider(client, stream=False)
     _, msg = await asyncio.wait_for(collect(provider, CTX, StreamOptions(cancel=cancel)), 5)
     assert msg.stop_reason == "aborted"
+
+
+async def test_parallel_calls_reusing_index_zero_with_new_ids() -> None:
+    _, _, msg = await run(
+        chunk({"tool_calls": [tc(0, '{"city": "Paris"}', "call_1", "weather")]}),
+        chunk({"tool_calls": [tc(0, '{"city": "Rome"}', "call_2", "weather")]}),
+        chunk({}, "tool_calls"),
+    )
+    assert msg.tool_calls == [
+        ToolCall(id="call_1", name="weather", arguments={"city": "Paris"}),
+        ToolCall(id="call_2", name="weather", arguments={"city": "Rome"}),
+    ]
