@@ -100,26 +100,36 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     wl = results["workloads"]
 
+    def progress(key: str) -> None:
+        if not args.quiet:
+            print(f"[bench] {key} ...", file=sys.stderr, flush=True)
+
     def put(key: str, rows: dict[str, Any]) -> None:
         title, unit, lower = report.WORKLOADS[key]
         wl[key] = {"title": title, "unit": unit, "lower_is_better": lower, "results": rows}
 
     if "W1" in wanted:
+        progress("W1")
         put("W1", await workloads.w1(frameworks, cfg))
     if "W2" in wanted:
+        progress("W2")
         put("W2", await workloads.w2(frameworks, cfg))
     if "W3" in wanted:
+        progress("W3")
         put("W3", await workloads.w3(frameworks, cfg))
         if cfg.subprocesses:
+            progress("W3-RSS")
             put("W3-RSS", fresh.peak_rss(loaded, cfg.w3_runs, cfg.w3_tool_rounds))
     for key in ("W4", "W5", "W6"):
         if key in wanted:
+            progress(key)
             rows, pending = await extras.run(key, cfg)
             if rows:
                 put(key, rows)
             if pending:
                 results["pending"][key] = pending
     if "import" in wanted and cfg.subprocesses:
+        progress("import")
         names_i = ["openprogram", "openprogram_testing", *[p for p in PEERS if p in loaded]]
         put("import", fresh.import_times(names_i, cfg.import_repeats))
 

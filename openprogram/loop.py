@@ -118,7 +118,7 @@ class AgentStream(EventStream[AgentEvent, list[Message]]):
     """The event stream of one run.  Its result is the list of new messages; once the run ended,
     ``termination``, ``undelivered`` and ``model_calls`` say how."""
 
-    __slots__ = ("termination", "undelivered", "model_calls", "end")
+    __slots__ = ("end", "model_calls", "termination", "undelivered")
 
     def __init__(self) -> None:
         super().__init__()
@@ -164,8 +164,18 @@ class _Run:
     """Mutable state of one run, shared by the loop's helper generators."""
 
     __slots__ = (
-        "config", "context", "tools", "provider_context", "options", "new_messages",
-        "message", "called", "results", "steering", "aborted", "reraise",
+        "aborted",
+        "called",
+        "config",
+        "context",
+        "message",
+        "new_messages",
+        "options",
+        "provider_context",
+        "reraise",
+        "results",
+        "steering",
+        "tools",
     )
 
     def __init__(self, context: AgentContext, tools: list[AgentTool], config: LoopConfig) -> None:
@@ -306,6 +316,9 @@ async def _run_loop(
 
 
 _NOT_CALLED = "Request was aborted before the model was called"
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+"""Types a tool commonly returns that are never awaitable: skips ``inspect.isawaitable``'s ABC
+check on the hot path (the profile showed it in every round)."""
 
 
 async def _stream_assistant_response(run: _Run) -> AsyncGenerator[AgentEvent, None]:
@@ -422,7 +435,7 @@ async def _execute_tool_calls(run: _Run, tool_calls: list[ToolCall]) -> AsyncGen
                 # The hot path: a plain sync tool, called directly.
                 try:
                     value = tool.execute(arguments)
-                    if inspect.isawaitable(value):
+                    if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
                         value = await value
                     result = make_result(call.id, call.name, value)
                 except Exception as exc:

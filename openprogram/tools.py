@@ -324,6 +324,10 @@ def make_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
         )
     if value is None:
         return ToolResultMessage(tool_call_id=call_id, tool_name=name, content=[TextContent(text="")])
+    if type(value) is int:  # what json.dumps gives, without its encoder set-up (seen in profiles)
+        return ToolResultMessage(
+            tool_call_id=call_id, tool_name=name, content=[TextContent(text=str(value))]
+        )
     if isinstance(value, ToolResult):
         blocks = (
             [TextContent(text=value.content)]

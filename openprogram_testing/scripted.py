@@ -331,7 +331,7 @@ async def _resolve(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
     value: Any = spec
     if callable(spec) and not isinstance(spec, ScriptedTurn):
         value = spec(request)
-        if inspect.isawaitable(value):
+        if not isinstance(value, ScriptedTurn | str) and inspect.isawaitable(value):
             value = await value
     if isinstance(value, str):
         return ScriptedTurn(parts=[value])

@@ -143,3 +143,30 @@ def test_callable_facts_are_shared_by_closures_but_not_by_wrapped_functions() ->
     assert _callable_info(wrapper) == (False, frozenset({"cancel"}))
     wrapper2 = functools.wraps(make(3))(lambda *a, **k: 0)
     assert _callable_info(wrapper2) == (False, frozenset({"tool_call_id"}))
+
+
+def test_int_results_read_as_json_text() -> None:
+    from openprogram.tools import make_result, to_json_text
+
+    for value in (3, -(10**30), 0, True, 2.5, {"a": 1}, [1], None, "x"):
+        expected = "" if value is None else value if isinstance(value, str) else to_json_text(value)
+        assert make_result("c", "n", value).text == expected
+
+
+def test_a_sync_tool_returning_an_awaitable_is_still_awaited() -> None:
+    import asyncio
+
+    from openprogram.loop import AgentContext, LoopConfig, agent_loop
+    from openprogram_testing import ScriptedProvider, call, turn
+
+    async def later() -> int:
+        return 7
+
+    tool = {"spec": {"name": "t"}, "execute": lambda arguments: later()}
+    provider = ScriptedProvider([turn(call("t", {})), "done"])
+
+    async def main() -> list[Any]:
+        return await agent_loop("go", AgentContext(tools=[tool]), LoopConfig(provider=provider))
+
+    messages = asyncio.run(main())
+    assert messages[2].text == "7" and messages[-1].text == "done"
