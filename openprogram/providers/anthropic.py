@@ -264,9 +264,9 @@ def anthropic_messages(context: Context) -> list[dict[str, Any]]:
             if any(isinstance(p, ImageContent) for p in message.content):
                 block["content"] = [_user_block(p) for p in message.content if not _empty(p)]
             else:
-                block["content"] = "".join(
-                    p.text for p in message.content if isinstance(p, TextContent)
-                )
+                text = "".join(p.text for p in message.content if isinstance(p, TextContent))
+                if text:  # an empty result is sent without content (empty text is rejected)
+                    block["content"] = text
             if message.is_error:
                 block["is_error"] = True
             add("user", [block])

@@ -206,3 +206,15 @@ def test_strict_validation_catches_a_wrong_shape() -> None:
            "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_call_id": "x"}]}]}
     with pytest.raises(ValidationError):
         validate(MessageCreateParamsStreaming, bad)
+
+
+def test_anthropic_empty_tool_result_has_no_content() -> None:
+    from openprogram.providers.anthropic import anthropic_messages
+
+    context = Context(messages=[
+        UserMessage(content="go"),
+        AssistantMessage(stop_reason="toolUse", content=[ToolCall(id="t1", name="noop")]),
+        ToolResultMessage(tool_call_id="t1", tool_name="noop", content=[TextContent(text="")]),
+    ])
+    assert anthropic_messages(context)[-1] == {
+        "role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
