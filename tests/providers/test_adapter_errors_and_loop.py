@@ -240,3 +240,15 @@ async def test_blocked_real_call_escapes_the_loop(api: str) -> None:
             async for _ in stream:
                 pass
     assert rec.requests == []
+
+
+@pytest.mark.parametrize("api", FACTORIES)
+async def test_no_tool_fields_without_tools(api: str) -> None:
+    """SPEC §8: tool_choice / parallel knobs are sent only when the request carries tools."""
+    from openprogram.providers.base import StreamOptions
+
+    rounds = {"chat": chat_text_round, "responses": responses_text_round, "anthropic": anthropic_text_round}
+    rec = Recorder(sse_response(rounds[api]()))
+    _, msg = await collect(FACTORIES[api](rec), CTX, StreamOptions(tool_choice="required", parallel_tool_calls=False))
+    assert msg.text == "It is 5."
+    assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(rec.bodies[0])
