@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                    help="wall time (default) or process CPU time (steadier on a loaded machine)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument("--markdown", type=Path, default=None, metavar="RESULTS_JSON",
+                   help="print an existing results file as Markdown tables and exit")
     return p
 
 
@@ -140,6 +142,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.markdown is not None:
+        import json
+
+        print(report.markdown(json.loads(args.markdown.read_text())), end="")
+        return 0
     try:
         results = asyncio.run(run(args))
     except BenchError as exc:

@@ -152,3 +152,28 @@ def print_report(results: dict[str, Any]) -> None:
         console.print(f"[yellow]{name} skipped:[/] {reason}")
     m = results["meta"]
     console.print(f"{m['machine']['cpu']} x {m['machine']['cores']} cores, {m['python']}")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as Markdown tables (for bench/RESULTS.md)."""
+    m = results["meta"]
+    lines = [
+        f"Run {m['timestamp']} ({m['mode']}, clock: {m.get('clock', 'wall')}), "
+        f"{m['machine']['cpu']} x {m['machine']['cores']} cores, {m['python']}, "
+        f"load average at start {', '.join(f'{x:.1f}' for x in m.get('load_average') or [])}.",
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "| " + " | ".join("---" for _ in HEADERS) + " |",
+    ]
+    for r in table_rows(results):
+        r = [f"**{c}**" if r[2] == OURS and i == 2 else c for i, c in enumerate(r)]
+        lines.append("| " + " | ".join(r) + " |")
+    lines += ["", "| target | limit | value | status |", "| --- | --- | --- | --- |"]
+    for t in results.get("targets", []):
+        limit = _fmt(t["limit"]) + (f" (aim {_fmt(t['aim'])})" if t["aim"] else "")
+        lines.append(f"| {t['target']} | {limit} | {_fmt(t['value'])} | {t['status']} |")
+    for key, reason in results.get("pending", {}).items():
+        lines.append(f"\n{key} pending: {reason}")
+    return "\n".join(lines) + "\n"

@@ -118,6 +118,12 @@ def test_ratios_and_targets() -> None:
     assert statuses["W2 µs per tool call"] == "pending: not run"
     rows = report.table_rows(results)
     assert any(r[2] == "openprogram" and "growth 1.10x" in r[7] for r in rows)
+    results["meta"] = {"timestamp": "t", "mode": "full", "clock": "cpu", "python": "CPython",
+                       "machine": {"cpu": "cpu", "cores": 2}, "versions": {"openprogram": "0"},
+                       "load_average": [1.0, 2.0, 3.0]}
+    md = report.markdown(results)
+    assert "| **openprogram** | 40.0 | 40.0-40.0 | 4.00 | 0.10 | growth 1.10x |" in md
+    assert "| W6 examples/s | 200 | - | pending: strategies missing |" in md
 
 
 def test_import_of_openprogram_is_timed_and_pulls_in_no_provider_sdk() -> None:
