@@ -20,6 +20,8 @@ messages (the API has no error flag: the error text is the content); images in u
 tool messages in one user message.  Thinking is not sent back (the API has no field for it), and
 assistant messages that ended in ``error``/``aborted`` are left out of the request.
 ``options.extras`` go to the SDK's ``extra_body`` (extra top-level JSON fields).
+``options.max_tokens`` is sent as ``max_completion_tokens`` (servers that only know the older
+``max_tokens`` can get it through ``extras``).
 """
 
 from __future__ import annotations
