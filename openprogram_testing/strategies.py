@@ -1079,18 +1079,30 @@ def register_profiles() -> None:
     settings.register_profile("deep", max_examples=5000, **common)
 
 
-def load_profile(default: str = "dev") -> str:
-    """Load ``$HYPOTHESIS_PROFILE``, else ``ci`` when ``$CI`` is set, else ``default``; returns
-    the name loaded."""
+def active_profile(default: str = "dev") -> str:
+    """The profile to use: ``$HYPOTHESIS_PROFILE``, else ``ci`` when ``$CI`` is set, else
+    ``default``.  An unknown name is a ``ValueError`` listing the known ones."""
     register_profiles()
     name = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else default)
-    if name not in PROFILES:
-        try:
-            settings.get_profile(name)
-        except Exception:
-            raise ValueError(
-                f"unknown HYPOTHESIS_PROFILE {name!r}: use one of {', '.join(PROFILES)}"
-            ) from None
+    try:
+        settings.get_profile(name)
+    except Exception:
+        raise ValueError(
+            f"unknown HYPOTHESIS_PROFILE {name!r}: use one of {', '.join(PROFILES)}"
+        ) from None
+    return name
+
+
+def property_settings(default: str = "dev") -> settings:
+    """The active profile's settings, to decorate a property with (``@property_settings()``)
+    without changing hypothesis's global default for unrelated tests."""
+    return settings.get_profile(active_profile(default))
+
+
+def load_profile(default: str = "dev") -> str:
+    """Make the active profile (see ``active_profile``) hypothesis's global default; returns its
+    name."""
+    name = active_profile(default)
     settings.load_profile(name)
     return name
 
@@ -1108,6 +1120,7 @@ __all__ = [
     "GenTurn",
     "GeneratedScenario",
     "OutcomeMismatch",
+    "active_profile",
     "check_outcome",
     "check_rules",
     "check_run",
@@ -1118,6 +1131,7 @@ __all__ = [
     "load_profile",
     "model_turns",
     "outcome_problems",
+    "property_settings",
     "provider_scripts",
     "register_profiles",
     "report_failure",

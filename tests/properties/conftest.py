@@ -1,7 +1,8 @@
-"""Hypothesis profiles for the property suite (see ``openprogram_testing.strategies``).
+"""Shared fixtures of the property suite.
 
-``$HYPOTHESIS_PROFILE`` picks one of ``dev`` (default), ``ci`` (derandomized, bounded: what CI
-runs — also chosen automatically when ``$CI`` is set) and ``deep`` (a long hunt).
+Hypothesis profiles (``openprogram_testing.strategies.register_profiles``): ``$HYPOTHESIS_PROFILE``
+picks ``dev`` (default), ``ci`` (derandomized, bounded: what CI runs; also chosen when ``$CI`` is
+set) or ``deep`` (a long hunt); ``test_loop_properties`` applies it to its properties only.
 """
 
 from __future__ import annotations
@@ -10,10 +11,6 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-
-from openprogram_testing.strategies import load_profile
-
-PROFILE = load_profile()
 
 
 @pytest.fixture(scope="module")

@@ -19,12 +19,17 @@ from openprogram_testing.strategies import (
     GeneratedScenario,
     check_outcome,
     check_run,
+    property_settings,
     report_failure,
     scenarios,
 )
 
+# The active profile ($HYPOTHESIS_PROFILE, or "ci" when $CI is set, else "dev") for these
+# properties only: hypothesis's global default, which other test modules use, is left alone.
+PROPERTY = property_settings()
+
 # The re-chunking property runs every example twice: half the examples keeps its cost level.
-_HALF = settings(max_examples=max(10, settings.default.max_examples // 2))
+_HALF = settings(PROPERTY, max_examples=max(10, PROPERTY.max_examples // 2))
 
 
 def final_messages(trace: object) -> list[str]:
@@ -34,6 +39,7 @@ def final_messages(trace: object) -> list[str]:
     ]
 
 
+@PROPERTY
 @given(generated=scenarios())
 def test_generated_scenarios_follow_the_spec(
     generated: GeneratedScenario, event_runner: asyncio.Runner

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import pytest
 from hypothesis import HealthCheck, find, given, seed, settings
 
 from openprogram_testing.strategies import (
@@ -115,3 +116,27 @@ def test_component_strategies_draw_their_types() -> None:
         turn.scripted()  # builds a real ScriptedTurn
 
     check()
+
+
+def test_profiles_are_selected_by_the_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from openprogram_testing.strategies import active_profile, load_profile, property_settings
+
+    monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    assert active_profile() == "dev"
+    monkeypatch.setenv("CI", "true")
+    assert active_profile() == "ci"
+    ci = property_settings()
+    assert ci.derandomize and ci.database is None and ci.deadline is None
+    assert ci.max_examples >= 700
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "deep")
+    assert active_profile() == "deep" and property_settings().max_examples > ci.max_examples
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "nope")
+    with pytest.raises(ValueError, match=r"unknown HYPOTHESIS_PROFILE 'nope'.*dev, ci, deep"):
+        active_profile()
+    previous = settings.get_current_profile_name()
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "ci")
+    try:
+        assert load_profile() == "ci" and settings.default.derandomize
+    finally:
+        settings.load_profile(previous)
