@@ -243,6 +243,7 @@ class GeneratedScenario:
         return ScriptedProvider([t.scripted(chunk_size) for t in self.script])
 
     def build_tools(self) -> list[dict[str, Any]]:
+        """Fresh dict-form tools (SPEC §6 form 2)."""
         return [t.build() for t in self.tools]
 
     def build_schedule(self) -> Any:
@@ -294,6 +295,8 @@ class GeneratedScenario:
 
     @property
     def kinds(self) -> set[str]:
+        """Labels of what this example exercises (turn kinds, steering kinds, tool behaviours,
+        the predicted termination, skipped/delivered/undelivered): coverage checks use them."""
         out: set[str] = set()
         for t in self.script:
             out |= t.kinds
@@ -505,9 +508,9 @@ class _Choice:
 _SMALL_INT = st.integers(min_value=0, max_value=9)
 # Valid calls half the time: most runs should really execute tools.
 _CALL_KINDS = _Choice(("valid", "schema", "valid", "raw", "valid", "unknown"))
-# Combined draws (one choice each, simplest first): the turn's shape with its text, and its
-# thinking with its chunk size.
-# Weights: a text-only turn a quarter of the time, calls without text half of the time.
+# Combined draws (one choice each, simplest first): the turn's shape with its text (a text-only
+# turn a quarter of the time, calls without text half of the time), and its thinking with its
+# chunk size.
 _SHAPE_TEXT = _Choice(
     [("text", t) for t in TEXTS]
     + [("calls", None)] * (2 * len(TEXTS))
