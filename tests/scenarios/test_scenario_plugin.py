@@ -6,6 +6,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
 PASSING = """
 prompt: hi
 tools: [{name: t, returns: ok}]
@@ -17,6 +19,7 @@ expect: {termination: completed, tool_results: [{name: t, text: ok}]}
 
 
 def test_scenario_files_become_items_with_readable_failures(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
     pytester.makefile(".yaml", scenario_pass=PASSING)
     pytester.makefile(".scenario.yaml", other=PASSING)
     pytester.makefile(".yaml", plain="just: data\n")  # not a scenario name: ignored
@@ -44,7 +47,7 @@ def test_scenario_files_become_items_with_readable_failures(pytester: pytest.Pyt
 
 
 def test_ini_option_adds_glob_patterns(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nopenprogram_scenarios =\n    flows/*.yaml\n")
+    pytester.makeini(INI + "openprogram_scenarios =\n    flows/*.yaml\n")
     flows = pytester.mkdir("flows")
     (flows / "checkout.yaml").write_text(PASSING)
     pytester.makefile(".yaml", elsewhere=PASSING)  # not matched by the glob
@@ -54,6 +57,7 @@ def test_ini_option_adds_glob_patterns(pytester: pytest.Pytester) -> None:
 
 
 def test_snapshot_update_flag_writes_scenario_snapshots(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
     pytester.makefile(".yaml", scenario_snap="prompt: hi\nscript: [x]\nexpect: {snapshot: true}\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
