@@ -1053,7 +1053,7 @@ def test_fixture_and_readme_example_in_a_pytest_run(pytester):
     code = section[section.index("```python\n") + 10:]
     code = code[: code.index("```")]
     pytester.makepyfile(
-        test_readme_example=code,
+        test_emulator_readme_example=code,
         test_fixture_teardown="""
         import threading
 
