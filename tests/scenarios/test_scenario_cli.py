@@ -325,3 +325,13 @@ def test_show_and_validate_bad_inputs(tmp_path: Path, capsys) -> None:
     empty.mkdir()
     code, _, err = cli(capsys, "validate", str(empty))
     assert code == 2 and f"no scenario files found in {empty}" in err
+
+
+def test_show_renders_every_real_world_cassette(conformance_cassettes: Path, capsys) -> None:
+    """Recordings made by other projects (gzip, !!binary, JSON errors on streams) render too."""
+    files = sorted(conformance_cassettes.rglob("*.yaml"))
+    assert files
+    for f in files:
+        code, out, err = cli(capsys, "show", str(f))
+        assert code == 0, f"{f}: {err}"
+        assert "interaction(s)" in out and "← " in out
