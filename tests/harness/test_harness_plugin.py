@@ -168,8 +168,10 @@ def test_both_plugins_active(request, loop_runner, scripted_provider):
 
 @pytest.mark.vcr
 @pytest.mark.block_network
-def test_pytest_recording_markers_still_work(vcr):
-    assert vcr is not None
+@pytest.mark.allow_model_requests
+@pytest.mark.op_no_invariants
+def test_both_plugins_markers_under_strict_markers(vcr, loop_runner):
+    assert vcr is not None and loop_runner.check is False
 """
     )
     result = _run(
