@@ -3,6 +3,10 @@
 Fixtures, markers and options of the harness.  Options are namespaced (``--openprogram-…``) so
 the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothing heavy is
 imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
+
+Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
+``loop_runner``, ``trace_snapshot``; an autouse fixture blocks real model requests (markers
+``allow_model_requests``, ``op_no_invariants``, ``op_cassette``; options ``--openprogram-…``).
 """
 
 from __future__ import annotations
