@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import os
 import platform
@@ -69,7 +70,7 @@ def _split(value: str, allowed: Sequence[str], what: str) -> list[str]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    cfg = workloads.SMOKE if args.smoke else workloads.FULL
+    cfg = dataclasses.replace(workloads.SMOKE if args.smoke else workloads.FULL)
     set_clock(args.clock)
     if args.samples is not None:
         cfg.samples = max(1, args.samples)
@@ -133,7 +134,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if "import" in wanted and cfg.subprocesses:
         progress("import")
         names_i = ["openprogram", "openprogram_testing", *[p for p in PEERS if p in loaded]]
-        put("import", fresh.import_times(names_i, cfg.import_repeats))
+        put("import", fresh.import_times(names_i, cfg.import_repeats, args.clock))
 
     report.add_ratios(results)
     report.check_targets(results)

@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _IMPORT_CODE = """
 import json, sys, time
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 import {module}
-ms = (time.perf_counter() - t) * 1000
-print(json.dumps({{"ms": ms, "sdks": sorted(m for m in ("openai", "anthropic") if m in sys.modules)}}))
+wall, cpu = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
+sdks = sorted(m for m in ("openai", "anthropic") if m in sys.modules)
+print(json.dumps({{"wall": wall, "cpu": cpu, "sdks": sdks}}))
 """
 
 IMPORTS = {
@@ -40,9 +41,11 @@ def _python(args: list[str], timeout: float = 300) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def import_times(names: list[str], repeats: int) -> dict[str, Any]:
+def import_times(names: list[str], repeats: int, clock: str = "wall") -> dict[str, Any]:
     """Median/min/max ms to import each package in a fresh interpreter (``-I``; one discarded
-    warm-up start compiles bytecode).  Fails if ``import openprogram`` pulls in a provider SDK."""
+    warm-up start compiles bytecode), by ``clock`` (``wall`` or ``cpu``; the other is kept as
+    ``other_clock_median``).  Fails if ``import openprogram`` pulls in a provider SDK."""
+    other = "cpu" if clock == "wall" else "wall"
     out: dict[str, Any] = {}
     for name in names:
         module = IMPORTS[name]
@@ -52,7 +55,11 @@ def import_times(names: list[str], repeats: int) -> dict[str, Any]:
         sdks = sorted({s for r in runs for s in r["sdks"]})
         if name == "openprogram" and sdks:
             raise BenchError(f"import openprogram imported provider SDKs: {', '.join(sdks)}")
-        out[name] = {**summarize([r["ms"] for r in runs]).as_dict(), "sdks_imported": sdks}
+        out[name] = {
+            **summarize([r[clock] for r in runs]).as_dict(),
+            f"{other}_median": summarize([r[other] for r in runs]).median,
+            "sdks_imported": sdks,
+        }
     return out
 
 

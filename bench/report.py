@@ -92,7 +92,7 @@ def table_rows(results: dict[str, Any]) -> list[list[str]]:
     rows = []
     order = [FLOOR, OURS, "openprogram_testing", *PEERS]
     for key, wl in results["workloads"].items():
-        title, unit, _ = WORKLOADS.get(key, (key, "", True))
+        unit = WORKLOADS.get(key, (key, "", True))[1]
         for name in sorted(wl["results"], key=lambda n: order.index(n) if n in order else 99):
             r = wl["results"][name]
             note = ""
@@ -100,12 +100,15 @@ def table_rows(results: dict[str, Any]) -> list[list[str]]:
                 note = f"growth {r['growth']['median']:.2f}x"
             elif "after_import" in r:
                 note = f"{_fmt(r['after_import'])} MiB after import"
-            elif r.get("sdks_imported"):
-                note = "imports " + ", ".join(r["sdks_imported"])
+            elif "sdks_imported" in r:
+                other = "cpu" if "cpu_median" in r else "wall"
+                note = f"{other} {_fmt(r.get(other + '_median'))} ms"
+                if r["sdks_imported"]:
+                    note += "; imports " + ", ".join(r["sdks_imported"])
             elif "note" in r:
                 note = r["note"]
             rows.append([
-                f"{key} {title}", unit, name, _fmt(r["median"]),
+                key, unit, name, _fmt(r["median"]),
                 f"{_fmt(r['min'])}-{_fmt(r['max'])}",
                 _fmt(r.get("x_floor")), _fmt(r.get("x_best_peer")), note,
             ])
@@ -138,6 +141,8 @@ def print_report(results: dict[str, Any]) -> None:
         last = r[0]
         table.add_row(*r, style="bold" if r[2] == OURS else None)
     console.print(table)
+    for key in results["workloads"]:
+        console.print(f"  {key}: {WORKLOADS.get(key, (key,))[0]}")
     targets = Table(title="targets (openprogram)")
     for h in ("target", "limit", "value", "status"):
         targets.add_column(h)
@@ -170,6 +175,10 @@ def markdown(results: dict[str, Any]) -> str:
     for r in table_rows(results):
         r = [f"**{c}**" if r[2] == OURS and i == 2 else c for i, c in enumerate(r)]
         lines.append("| " + " | ".join(r) + " |")
+    lines.append("")
+    for key in results["workloads"]:
+        title, unit, lower = WORKLOADS.get(key, (key, "", True))
+        lines.append(f"- {key}: {title} ({unit}, {'lower' if lower else 'higher'} is better)")
     lines += ["", "| target | limit | value | status |", "| --- | --- | --- | --- |"]
     for t in results.get("targets", []):
         limit = _fmt(t["limit"]) + (f" (aim {_fmt(t['aim'])})" if t["aim"] else "")
