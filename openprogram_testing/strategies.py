@@ -1047,8 +1047,9 @@ class report_failure:
         from hypothesis import currently_in_test_context, note
 
         if currently_in_test_context():
-            note(message)
-        exc.add_note(message)
+            note(message)  # hypothesis attaches it to the failure it reports
+        else:
+            exc.add_note(message)
 
 
 def _is_final_run() -> bool:
