@@ -76,7 +76,7 @@ RAN_OUT = "unexpected model call"
 CUT_TEXT = "stream ended without a final event"
 VALIDATION_PREFIX = 'Validation failed for tool "{name}":'
 
-ToolBehaviour = Literal["returns", "echo", "raises"]
+ToolBehaviour = Literal["returns", "echo", "raises", "sequence"]
 CallKind = Literal["valid", "schema", "raw", "unknown"]
 Ending = Literal["stop", "length", "error", "aborted", "cut"]
 
@@ -86,20 +86,31 @@ Ending = Literal["stop", "length", "error", "aborted", "cut"]
 
 @dataclass(frozen=True)
 class GenTool:
-    """A tool with a scripted behaviour: return ``value``, echo its arguments, or raise
-    ``RuntimeError(value)``."""
+    """A tool with a scripted behaviour: return ``value``, echo its arguments, raise
+    ``RuntimeError(value)``, or — ``sequence`` — play the ``(behaviour, value)`` pairs in
+    ``value`` one per executed call, the last one repeating (a tool that fails, then works)."""
 
     name: str
     behaviour: ToolBehaviour = "returns"
     value: Any = "ok"
 
+    @property
+    def outcomes(self) -> tuple[tuple[str, Any], ...]:
+        """The ``(behaviour, value)`` played by successive executed calls (the last repeats)."""
+        if self.behaviour == "sequence":
+            return tuple(self.value)
+        return ((self.behaviour, self.value),)
+
     def build(self) -> dict[str, Any]:
-        """The tool in dict form (SPEC §6 form 2), instant and side-effect free."""
-        behaviour, value = self.behaviour, self.value
+        """The tool in dict form (SPEC §6 form 2), instant; a fresh call counter per build."""
+        outcomes = self.outcomes
+        count = [0]
 
         # Async, like the tools the YAML scenario runner builds: an exported example then takes
         # the same path through the loop when it is replayed from its file.
         async def execute(args: dict[str, Any]) -> Any:
+            behaviour, value = outcomes[min(count[0], len(outcomes) - 1)]
+            count[0] += 1
             if behaviour == "raises":
                 raise RuntimeError(value)
             if behaviour == "echo":
@@ -306,8 +317,9 @@ class GeneratedScenario:
         out.add(f"mode_{self.steering_mode}")
         behaviours = {t.name: t.behaviour for t in self.tools}
         out.update(f"tool_{b}" for b in behaviours.values())
+        raising = {t.name for t in self.tools if any(b == "raises" for b, _ in t.outcomes)}
         if any(
-            behaviours.get(c.name) == "raises" and c.kind == "valid"
+            c.name in raising and c.kind == "valid"
             for t in self.script
             for c in t.calls
         ):
@@ -341,7 +353,11 @@ def _tool_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _predict_result(call: GenCall, tools: dict[str, GenTool]) -> ExpectedResult:
+def _predict_result(
+    call: GenCall, tools: dict[str, GenTool], executed: dict[str, int]
+) -> ExpectedResult:
+    """The result of one call that is not skipped; ``executed`` counts each tool's ``execute``
+    invocations so far (a ``sequence`` tool plays its outcomes in that order)."""
     tool = tools.get(call.name)
     if tool is None:
         return ExpectedResult(call.name, True, False, text=NOT_FOUND.format(name=call.name))
@@ -352,11 +368,15 @@ def _predict_result(call: GenCall, tools: dict[str, GenTool]) -> ExpectedResult:
             False,
             text_matches="^" + re.escape(VALIDATION_PREFIX.format(name=call.name)),
         )
-    if tool.behaviour == "raises":
-        return ExpectedResult(call.name, True, False, text=str(tool.value) or "RuntimeError")
-    if tool.behaviour == "echo":
+    outcomes = tool.outcomes
+    n = executed.get(call.name, 0)
+    executed[call.name] = n + 1
+    behaviour, value = outcomes[min(n, len(outcomes) - 1)]
+    if behaviour == "raises":
+        return ExpectedResult(call.name, True, False, text=str(value) or "RuntimeError")
+    if behaviour == "echo":
         return ExpectedResult(call.name, False, False, text=_tool_text(dict(call.args or {})))
-    return ExpectedResult(call.name, False, False, text=_tool_text(tool.value))
+    return ExpectedResult(call.name, False, False, text=_tool_text(value))
 
 
 class _ScheduleModel:
@@ -422,6 +442,7 @@ def _predict(g: GeneratedScenario) -> Expected:
     skip_mode = g.steering_mode == "skip"
     schedule = _ScheduleModel(g.steering, cap=cap, skip_mode=skip_mode)
     results: list[ExpectedResult] = []
+    executed: dict[str, int] = {}
     delivered: list[str] = []
     undelivered: list[str] = []
     model_calls = 0
@@ -459,7 +480,7 @@ def _predict(g: GeneratedScenario) -> Expected:
                 if batch and skip_mode:
                     results.append(ExpectedResult(c.name, True, True, text=SKIPPED_TEXT))
                     continue
-                results.append(_predict_result(c, tools))
+                results.append(_predict_result(c, tools, executed))
                 batch.extend(schedule.after_call(round_index, index, index == len(turn.calls) - 1))
             if batch:
                 pending = batch  # handed over in the final round: reported undelivered
@@ -631,17 +652,24 @@ def _provider_scripts(
     )
 
 
-_TOOL_BEHAVIOUR = _Choice(("returns", "echo", "raises"))
+_TOOL_BEHAVIOUR = _Choice(("returns", "echo", "raises", "sequence"))
+_SIMPLE_BEHAVIOUR = _Choice(("returns", "echo", "raises"))
 
 
-@st.composite
-def _gen_tool_behaviour(draw: st.DrawFn) -> tuple[str, Any]:
-    behaviour = _TOOL_BEHAVIOUR(draw)
+def _draw_outcome(draw: st.DrawFn, behaviour: str) -> tuple[str, Any]:
     if behaviour == "returns":
         return behaviour, _RETURN_VALUES(draw)
     if behaviour == "raises":
         return behaviour, _RAISE_MESSAGES(draw)
     return behaviour, None
+
+
+@st.composite
+def _gen_tool_behaviour(draw: st.DrawFn) -> tuple[str, Any]:
+    behaviour = _TOOL_BEHAVIOUR(draw)
+    if behaviour == "sequence":  # two outcomes, e.g. fails on the first call, then works
+        return behaviour, tuple(_draw_outcome(draw, _SIMPLE_BEHAVIOUR(draw)) for _ in range(2))
+    return _draw_outcome(draw, behaviour)
 
 
 # A list (not a count plus draws), so the shrinker can delete any one tool.
@@ -653,7 +681,8 @@ _GEN_TOOLS = st.lists(_gen_tool_behaviour(), max_size=len(TOOL_NAMES)).map(
 
 
 def gen_tools() -> st.SearchStrategy[tuple[GenTool, ...]]:
-    """0-3 tools named ``t0``...: returning a value, echoing their arguments, or raising."""
+    """0-3 tools named ``t0``...: returning a value, echoing their arguments, raising, or a
+    sequence of two of those (one per executed call)."""
     return _GEN_TOOLS
 
 
@@ -866,12 +895,10 @@ def to_scenario(
         common: dict[str, Any] = {
             "name": t.name, "description": f"test tool {t.name}", "parameters": X_SCHEMA
         }
-        if t.behaviour == "echo":
-            tools.append(sc.ToolDef(**common, echo=True))
-        elif t.behaviour == "raises":
-            tools.append(sc.ToolDef(**common, raises=str(t.value)))
+        if t.behaviour == "sequence":
+            tools.append(sc.ToolDef(**common, sequence=[_outcome(sc.Outcome, *o) for o in t.value]))
         else:
-            tools.append(sc.ToolDef(**common, returns=t.value))
+            tools.append(_outcome(sc.ToolDef, t.behaviour, t.value, **common))
     script: list[Any] = []
     for turn in generated.script:
         if turn.text is not None and turn.thinking is None and not turn.calls and (
@@ -949,6 +976,15 @@ def to_scenario(
     )
 
 
+def _outcome(model: Any, behaviour: str, value: Any, **fields: Any) -> Any:
+    """A scenario ``Outcome``/``ToolDef`` playing one ``(behaviour, value)``."""
+    if behaviour == "echo":
+        return model(**fields, echo=True)
+    if behaviour == "raises":
+        return model(**fields, raises=str(value))
+    return model(**fields, returns=value)
+
+
 def scenario_to_yaml(
     generated: GeneratedScenario, *, name: str | None = None, description: str = ""
 ) -> str:
@@ -963,6 +999,9 @@ def scenario_to_yaml(
         # "returns: null" is a behaviour (an empty result): keep it although it is the default.
         if "returns" in tool.model_fields_set and "returns" not in tool_data:
             tool_data["returns"] = None
+        for item_data, item in zip(tool_data.get("sequence", []), tool.sequence or [], strict=True):
+            if "returns" in item.model_fields_set and "returns" not in item_data:
+                item_data["returns"] = None
         first = {
             k: tool_data.pop(k) for k in ("name", "description", "parameters") if k in tool_data
         }

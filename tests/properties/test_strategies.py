@@ -24,7 +24,7 @@ REQUIRED_KINDS = {
     "call_valid", "call_schema", "call_raw", "call_unknown",
     "ending_length", "ending_error", "ending_aborted", "ending_cut",
     # tools
-    "tool_returns", "tool_echo", "tool_raises", "raising_tool_called",
+    "tool_returns", "tool_echo", "tool_raises", "tool_sequence", "raising_tool_called",
     # steering schedules and options
     "steer_after_tool", "steer_after_call", "steer_before_round", "steer_follow_up",
     "mode_skip", "mode_after_batch", "max_iterations",
