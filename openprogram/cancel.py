@@ -15,7 +15,7 @@ class CancelledRun(Exception):
 
 
 class CancelToken:
-    __slots__ = ("_event", "_waiters", "_lock", "reason")
+    __slots__ = ("_event", "_lock", "_waiters", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()

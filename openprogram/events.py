@@ -148,7 +148,7 @@ class EventStream(Generic[E, R]):
     the producer set through ``set_result``.  Iterate at most once.
     """
 
-    __slots__ = ("_gen", "_result", "_has_result", "_started", "_done")
+    __slots__ = ("_done", "_gen", "_has_result", "_result", "_started")
 
     def __init__(self, producer: AsyncGenerator[E, None] | None = None) -> None:
         self._gen = producer
