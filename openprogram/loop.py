@@ -70,7 +70,9 @@ MAX_INNER_ITERATIONS = 50
 STREAM_ENDED_TEXT = "stream ended without a final event"
 ABORTED_TEXT = "Request was aborted"
 
-MessageSource: TypeAlias = Callable[[], "Awaitable[Sequence[UserMessage | str]] | Sequence[UserMessage | str]"]
+MessageSource: TypeAlias = Callable[
+    [], "Awaitable[Sequence[UserMessage | str]] | Sequence[UserMessage | str]"
+]
 SteeringMode: TypeAlias = Literal["skip", "after_batch"]
 
 
@@ -153,7 +155,9 @@ def agent_loop_continue(context: AgentContext, config: LoopConfig) -> AgentStrea
     if not context.messages:
         raise ValueError("cannot continue: the context has no messages")
     if isinstance(context.messages[-1], AssistantMessage):
-        raise ValueError("cannot continue from an assistant message: add a user message or tool results")
+        raise ValueError(
+            "cannot continue from an assistant message: add a user message or tool results"
+        )
     tools = normalize_tools(context.tools)
     stream = AgentStream()
     stream.bind(_run_loop(stream, [], context, tools, config))
@@ -263,12 +267,12 @@ async def _run_loop(
                     termination = "error" if message.stop_reason == "error" else "aborted"
                     break
 
-                tool_calls = [c for c in message.content if c.type == "toolCall"]
+                tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
                 has_more_tool_calls = bool(tool_calls)
                 run.results = []
                 run.steering = []
                 if tool_calls:
-                    async for event in _execute_tool_calls(run, tool_calls):  # type: ignore[arg-type]
+                    async for event in _execute_tool_calls(run, tool_calls):
                         yield event
                 yield TurnEnd(message=message, tool_results=run.results)
 
@@ -331,7 +335,9 @@ async def _stream_assistant_response(run: _Run) -> AsyncGenerator[AgentEvent, No
     config = run.config
     cancel = config.cancel
     if cancel is not None and cancel.is_set():
-        message = AssistantMessage(stop_reason="aborted", error_message=_NOT_CALLED, model=config.model)
+        message = AssistantMessage(
+            stop_reason="aborted", error_message=_NOT_CALLED, model=config.model
+        )
         run.message = message
         run.called = False
         yield MessageStart(message=message)
@@ -354,8 +360,8 @@ async def _stream_assistant_response(run: _Run) -> AsyncGenerator[AgentEvent, No
                 started = True
                 yield MessageStart(message=partial_message or event.message or AssistantMessage())
             if event.type == "done" or event.type == "error":
-                message = event.message or partial_message
-                yield MessageUpdate(message=message, event=event)  # type: ignore[arg-type]
+                message = event.message or partial_message or AssistantMessage(model=config.model)
+                yield MessageUpdate(message=message, event=event)
                 break
             yield MessageUpdate(message=partial_message, event=event)  # type: ignore[arg-type]
             if cancel is not None and cancel.is_set():
@@ -389,13 +395,17 @@ def _fail(
     reason: Literal["error", "aborted"],
     text: str,
 ) -> AssistantMessage:
-    message = partial_message if partial_message is not None else AssistantMessage(model=config.model)
+    message = (
+        partial_message if partial_message is not None else AssistantMessage(model=config.model)
+    )
     message.stop_reason = reason
     message.error_message = text
     return message
 
 
-async def _execute_tool_calls(run: _Run, tool_calls: list[ToolCall]) -> AsyncGenerator[AgentEvent, None]:
+async def _execute_tool_calls(
+    run: _Run, tool_calls: list[ToolCall]
+) -> AsyncGenerator[AgentEvent, None]:
     """Run the calls of one message sequentially, in order.  Polls steering after every executed
     call; in ``skip`` mode the rest of the batch is then skipped.  Fills ``run.results`` and
     ``run.steering``; sets ``run.aborted`` on cancellation."""
@@ -516,7 +526,9 @@ async def _invoke(
                 future = asyncio.ensure_future(value)
             else:
                 for item in updates:
-                    yield ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=item)
+                    yield ToolExecutionUpdate(
+                        tool_call_id=call.id, tool_name=call.name, partial=item
+                    )
                 outcome.append(make_result(call.id, call.name, value))
                 return
     except Exception as exc:
@@ -527,9 +539,7 @@ async def _invoke(
         return
 
     deadline = None if timeout is None else loop.time() + timeout
-    cancel_wait = (
-        asyncio.ensure_future(config.cancel.wait()) if config.cancel is not None else None
-    )
+    cancel_wait = asyncio.ensure_future(config.cancel.wait()) if config.cancel is not None else None
     try:
         while True:
             wake_wait = asyncio.ensure_future(wake.wait())
@@ -554,7 +564,9 @@ async def _invoke(
             if deadline is not None and loop.time() >= deadline:
                 future.cancel()
                 outcome.append(
-                    error_result(call.id, call.name, f"Tool {call.name} timed out after {timeout:g}s")
+                    error_result(
+                        call.id, call.name, f"Tool {call.name} timed out after {timeout:g}s"
+                    )
                 )
                 return
     except asyncio.CancelledError as exc:

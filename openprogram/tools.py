@@ -16,6 +16,7 @@ signature names them (or takes ``**kwargs``), ``tool_call_id``, ``cancel`` and `
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import types
@@ -81,11 +82,13 @@ def accepted_extras(fn: Callable[..., Any]) -> frozenset[str]:
 
 
 def is_async_callable(fn: Any) -> bool:
-    while isinstance(fn, __import__("functools").partial):
+    """Whether calling ``fn`` returns a coroutine (partials and async ``__call__`` included)."""
+    while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)
-    )
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - an async __call__ on the class
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 _CALLABLE_INFO: weakref.WeakKeyDictionary[types.CodeType, tuple[bool, frozenset[str]]] = (
@@ -138,7 +141,9 @@ def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
     def validate(args: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationProblem]]:
         if accepts is not None and accepts(args):
             return args, []
-        errors = sorted(compiled.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+        errors = sorted(
+            compiled.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+        )
         if not errors:
             return args, []
         return args, [(format_path(e.absolute_path), e.message) for e in errors]
@@ -147,11 +152,24 @@ def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
     return validate
 
 
-_ANNOTATIONS = frozenset({
-    "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"
-})
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+    }
+)
 _OBJECT_KEYWORDS = _ANNOTATIONS | {
-    "type", "properties", "required", "additionalProperties", "$schema"
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "$schema",
 }
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: type(v) is str,
@@ -259,9 +277,7 @@ def as_agent_tool(tool: Any) -> AgentTool:
         return result
     if isinstance(tool, Mapping):
         if "spec" not in tool or "execute" not in tool:
-            raise TypeError(
-                f"tool dict {_short(tool)} needs both 'spec' and 'execute' keys"
-            )
+            raise TypeError(f"tool dict {_short(tool)} needs both 'spec' and 'execute' keys")
         spec, execute = tool["spec"], tool["execute"]
 
         def where() -> str:
@@ -323,13 +339,15 @@ def make_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
             tool_call_id=call_id, tool_name=name, content=[TextContent(text=value)]
         )
     if value is None:
-        return ToolResultMessage(tool_call_id=call_id, tool_name=name, content=[TextContent(text="")])
+        return ToolResultMessage(
+            tool_call_id=call_id, tool_name=name, content=[TextContent(text="")]
+        )
     if type(value) is int:  # what json.dumps gives, without its encoder set-up (seen in profiles)
         return ToolResultMessage(
             tool_call_id=call_id, tool_name=name, content=[TextContent(text=str(value))]
         )
     if isinstance(value, ToolResult):
-        blocks = (
+        blocks: list[UserContent] = (
             [TextContent(text=value.content)]
             if isinstance(value.content, str)
             else list(value.content)

@@ -46,7 +46,8 @@ class ToolCall(_Model):
     """A function the model picked.
 
     ``raw_arguments`` is set only when the model's argument JSON did not parse; ``arguments`` is
-    then ``{}`` and the loop answers the call with an invalid-arguments result instead of running it.
+    then ``{}`` and the loop answers the call with an invalid-arguments result instead of running
+    it.
     """
 
     type: Literal["toolCall"] = "toolCall"
@@ -94,11 +95,11 @@ class AssistantMessage(_Model):
     @property
     def text(self) -> str:
         """The text blocks joined: what ``Runtime.exec`` returns for the final message."""
-        return "".join(b.text for b in self.content if b.type == "text")  # type: ignore[union-attr]
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [b for b in self.content if b.type == "toolCall"]  # type: ignore[misc]
+        return [b for b in self.content if isinstance(b, ToolCall)]
 
 
 class ToolResultMessage(_Model):
@@ -123,9 +124,7 @@ class ToolSpec(_Model):
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 __all__ = [

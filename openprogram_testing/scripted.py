@@ -40,8 +40,8 @@ class UnconsumedTurns(ScriptError):
 
 @dataclass(slots=True)
 class ScriptedCall:
-    """A scripted tool call.  ``id=None`` gets a deterministic id (``call_0``, ``call_1``, …, counted
-    per provider).  ``raw`` sends argument text verbatim (e.g. invalid JSON) instead of
+    """A scripted tool call.  ``id=None`` gets a deterministic id (``call_0``, ``call_1``, …,
+    counted per provider).  ``raw`` sends argument text verbatim (e.g. invalid JSON) instead of
     ``json.dumps(arguments)``."""
 
     name: str
@@ -116,7 +116,9 @@ class ModelRequest:
         return [t.name for t in self.tools]
 
 
-Responder: TypeAlias = Callable[[ModelRequest], "ScriptedTurn | str | Awaitable[ScriptedTurn | str]"]
+Responder: TypeAlias = Callable[
+    [ModelRequest], "ScriptedTurn | str | Awaitable[ScriptedTurn | str]"
+]
 TurnLike: TypeAlias = "ScriptedTurn | str | Responder"
 
 
@@ -124,7 +126,11 @@ TurnLike: TypeAlias = "ScriptedTurn | str | Responder"
 
 
 def call(
-    name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None, raw: str | None = None
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    id: str | None = None,
+    raw: str | None = None,
 ) -> ScriptedCall:
     return ScriptedCall(name=name, arguments=dict(arguments or {}), id=id, raw=raw)
 
@@ -253,7 +259,8 @@ class ScriptedProvider:
         if self._played >= len(self.turns):
             violation = UnexpectedModelCall(
                 f"unexpected model call #{request.index} (0-based): the script has "
-                f"{len(self.turns)} turn(s), all played; last message: {_summary(request.last_message)}"
+                f"{len(self.turns)} turn(s), all played; "
+                f"last message: {_summary(request.last_message)}"
             )
             self.violations.append(violation)
             yield builder.start()
@@ -362,7 +369,11 @@ def _describe(spec: TurnLike) -> str:
         return f"text {spec[:30]!r}"
     if isinstance(spec, ScriptedTurn):
         kinds = [
-            f"call {p.name}" if isinstance(p, ScriptedCall) else "text" if isinstance(p, str | TextContent) else "thinking"
+            f"call {p.name}"
+            if isinstance(p, ScriptedCall)
+            else "text"
+            if isinstance(p, str | TextContent)
+            else "thinking"
             for p in spec.parts
         ]
         if spec.error is not None:

@@ -26,7 +26,7 @@ STAMP = VENV / ".installed"
 
 
 def ensure_env() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - this script may be started by an older python3
         sys.exit(f"Python >= 3.11 is required (this is {sys.version.split()[0]})")
     if not PY.exists():
         print(f"creating {VENV} ...", flush=True)
