@@ -32,7 +32,7 @@ from .base import (
     parse_retry_after,
 )
 
-__all__ = ["STREAM_ENDED", "SDKProvider", "StreamParser"]
+__all__ = ["STREAM_ENDED", "OpenAISDKProvider", "SDKProvider", "StreamParser"]
 
 STREAM_ENDED = "stream ended without a final event"
 
@@ -358,6 +358,20 @@ async def _settle(pump: asyncio.Future[None]) -> None:
             raise
     except Exception:
         pass
+
+
+class OpenAISDKProvider(SDKProvider):
+    """What both OpenAI adapters share: the ``openai`` SDK's client and error classes."""
+
+    def _make_client(self, **kwargs: Any) -> Any:
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(**kwargs)
+
+    def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
+        import openai
+
+        return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
 
 
 def _is_httpx2(exc: BaseException, name: str) -> bool:

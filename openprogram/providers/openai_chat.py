@@ -39,29 +39,19 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, arguments_json, data_url, result_text
+from ._sdk import Events, OpenAISDKProvider, StreamParser, arguments_json, data_url, result_text
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason
 from .wire import tools_fragment
 
 __all__ = ["OpenAIChatProvider", "chat_messages"]
 
 
-class OpenAIChatProvider(SDKProvider):
+class OpenAIChatProvider(OpenAISDKProvider):
     """``OpenAIChatProvider(client=None, *, api_key=None, base_url=None, stream=True,
     max_retries=0, **client_kwargs)`` — see :class:`openprogram.providers._sdk.SDKProvider`."""
 
     provider_name = "openai"
     api = "openai-chat"
-
-    def _make_client(self, **kwargs: Any) -> Any:
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(**kwargs)
-
-    def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
-        import openai
-
-        return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
 
     def build_request(self, model: str, context: Context, options: StreamOptions) -> dict[str, Any]:
         params: dict[str, Any] = {

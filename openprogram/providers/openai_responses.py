@@ -29,7 +29,14 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import _ERROR_TYPE_STATUS, Events, SDKProvider, StreamParser, arguments_json, data_url
+from ._sdk import (
+    _ERROR_TYPE_STATUS,
+    Events,
+    OpenAISDKProvider,
+    StreamParser,
+    arguments_json,
+    data_url,
+)
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason, is_retryable_status
 from .wire import tools_fragment
 
@@ -38,22 +45,12 @@ __all__ = ["OpenAIResponsesProvider", "responses_input"]
 _CODE_STATUS = {**_ERROR_TYPE_STATUS, "rate_limit_exceeded": 429, "server_error": 500}
 
 
-class OpenAIResponsesProvider(SDKProvider):
+class OpenAIResponsesProvider(OpenAISDKProvider):
     """``OpenAIResponsesProvider(client=None, *, api_key=None, base_url=None, stream=True,
     max_retries=0, **client_kwargs)`` — see :class:`openprogram.providers._sdk.SDKProvider`."""
 
     provider_name = "openai"
     api = "openai-responses"
-
-    def _make_client(self, **kwargs: Any) -> Any:
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(**kwargs)
-
-    def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
-        import openai
-
-        return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
 
     def build_request(self, model: str, context: Context, options: StreamOptions) -> dict[str, Any]:
         params: dict[str, Any] = {
