@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from ..events import AssistantMessageEvent
-from ..types import ImageContent, TextContent, ToolCall
+from ..types import ImageContent, TextContent, ToolCall, Usage
 from . import guard
 from .base import (
     Context,
@@ -180,8 +180,10 @@ class SDKProvider:
         current = self._loop_clients.get(loop) if loop is not None else None
         if current is None or current.is_closed():
             unbound = self._client
-            if unbound is not None and not unbound.is_closed() and all(
-                c is not unbound for c in self._loop_clients.values()
+            if (
+                unbound is not None
+                and not unbound.is_closed()
+                and all(c is not unbound for c in self._loop_clients.values())
             ):
                 current = unbound  # built outside any loop (e.g. to read base_url): adopt it
             else:
@@ -204,8 +206,10 @@ class SDKProvider:
             return
         loop = asyncio.get_running_loop()
         current = self._loop_clients.pop(loop, None)
-        if current is None and self._client is not None and all(
-            c is not self._client for c in self._loop_clients.values()
+        if (
+            current is None
+            and self._client is not None
+            and all(c is not self._client for c in self._loop_clients.values())
         ):
             current = self._client
         if current is not None:
@@ -340,9 +344,7 @@ class SDKProvider:
         if isinstance(exc, connection_cls) or _is_httpx2(exc, "TransportError"):
             cause = exc.__cause__
             detail = f" ({error_text(cause)})" if cause is not None else ""
-            return builder.error(
-                f"connection error: {error_text(exc)}{detail}", retryable=True
-            )
+            return builder.error(f"connection error: {error_text(exc)}{detail}", retryable=True)
         if isinstance(exc, json.JSONDecodeError):
             return builder.error(f"malformed stream frame: {exc}", retryable=True)
         return builder.error(f"{type(exc).__name__}: {error_text(exc)}")
@@ -358,6 +360,20 @@ async def _settle(pump: asyncio.Future[None]) -> None:
             raise
     except Exception:
         pass
+
+
+def openai_usage(raw: Any, input_key: str, output_key: str) -> Usage:
+    """OpenAI usage (Chat: ``prompt_tokens``/``completion_tokens``; Responses: ``input_tokens``/
+    ``output_tokens``).  OpenAI counts cached tokens inside the input; we report them apart."""
+    if not isinstance(raw, dict):
+        return Usage()
+    details = raw.get(f"{input_key}_details") or {}
+    cached = int(details.get("cached_tokens") or 0)
+    return Usage(
+        input_tokens=int(raw.get(input_key) or 0) - cached,
+        output_tokens=int(raw.get(output_key) or 0),
+        cache_read_tokens=cached,
+    )
 
 
 class OpenAISDKProvider(SDKProvider):

@@ -39,7 +39,15 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import Events, OpenAISDKProvider, StreamParser, arguments_json, data_url, result_text
+from ._sdk import (
+    Events,
+    OpenAISDKProvider,
+    StreamParser,
+    arguments_json,
+    data_url,
+    openai_usage,
+    result_text,
+)
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason
 from .wire import tools_fragment
 
@@ -191,15 +199,7 @@ def _stop_reason(finish_reason: str | None, builder: MessageBuilder) -> Terminal
 
 
 def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("prompt_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0)
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0) - cached,
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cache_read_tokens=cached,
-    )
+    return openai_usage(raw, "prompt_tokens", "completion_tokens")
 
 
 def chat_messages(context: Context) -> list[dict[str, Any]]:

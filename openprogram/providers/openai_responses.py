@@ -36,6 +36,7 @@ from ._sdk import (
     StreamParser,
     arguments_json,
     data_url,
+    openai_usage,
 )
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason, is_retryable_status
 from .wire import tools_fragment
@@ -85,8 +86,10 @@ class OpenAIResponsesProvider(OpenAISDKProvider):
             kind = item.get("type")
             if kind == "message":
                 for part in item.get("content") or []:
-                    text = part.get("text") if part.get("type") == "output_text" else part.get(
-                        "refusal"
+                    text = (
+                        part.get("text")
+                        if part.get("type") == "output_text"
+                        else part.get("refusal")
                     )
                     if isinstance(text, str) and text:
                         i, ev = b.text_start()
@@ -231,15 +234,7 @@ class _ResponsesStreamParser(StreamParser):
 
 
 def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("input_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0)
-    return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0) - cached,
-        output_tokens=int(raw.get("output_tokens") or 0),
-        cache_read_tokens=cached,
-    )
+    return openai_usage(raw, "input_tokens", "output_tokens")
 
 
 def responses_input(context: Context) -> list[dict[str, Any]]:
