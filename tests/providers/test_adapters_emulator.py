@@ -18,11 +18,8 @@ from openprogram.providers.base import Context, StreamOptions
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.types import ToolResultMessage, UserMessage
-
-emulator = pytest.importorskip("openprogram_testing.emulator")
-scripted = pytest.importorskip("openprogram_testing.scripted")
-Fault, ProviderEmulator = emulator.Fault, emulator.ProviderEmulator
-call, turn = scripted.call, scripted.turn
+from openprogram_testing.emulator import Fault, ProviderEmulator
+from openprogram_testing.scripted import call, turn
 
 ADAPTERS = {
     "openai_chat": lambda emu, **kw: OpenAIChatProvider(base_url=emu.openai_base_url, api_key="t", **kw),

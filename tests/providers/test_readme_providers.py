@@ -11,7 +11,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_providers_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("openprogram_testing.emulator")
     readme = (ROOT / "README.md").read_text()
     section = readme.split("<!-- section: providers -->", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.S)
