@@ -1,6 +1,9 @@
 """Provider stream events, loop events, and the async event stream that carries them (SPEC §2).
 
-Events are small pydantic models built once and never copied.  Provider events share one class
+Events are small slotted dataclasses with pydantic's model API (see ``openprogram._model``), built
+once and never copied; treat them as immutable (they are not frozen because a frozen dataclass
+costs twice as much to build, and the loop builds about fifteen per round).  Provider events share
+one class
 (``AssistantMessageEvent``) discriminated by ``type`` because their fields overlap; loop events are
 one class per kind (a discriminated union, ``AgentEvent``) so a consumer can ``match`` on them.
 
@@ -11,9 +14,10 @@ throughout one response (see ``openprogram.types``), so carrying it is free.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from ._model import Model
 
 from .types import AssistantMessage, Message, Termination, ToolCall, ToolResultMessage, UserMessage
 
@@ -33,11 +37,11 @@ ProviderEventType: TypeAlias = Literal[
 ]
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+_event = dataclass(slots=True, kw_only=True)
 
 
-class AssistantMessageEvent(_Event):
+@_event
+class AssistantMessageEvent(Model):
     """One provider stream event.
 
     - ``*_start``/``*_delta``/``*_end`` carry ``content_index``; deltas carry the raw fragment in
@@ -59,62 +63,72 @@ class AssistantMessageEvent(_Event):
         return self.type == "done" or self.type == "error"
 
 
-class AgentStart(_Event):
+@_event
+class AgentStart(Model):
     type: Literal["agent_start"] = "agent_start"
 
 
-class AgentEnd(_Event):
+@_event
+class AgentEnd(Model):
     """The last event of every run. ``undelivered`` holds steering/follow-up messages that were
     handed to the loop but could not be delivered (the cap was reached): never silently lost."""
 
     type: Literal["agent_end"] = "agent_end"
     messages: list[Message]
     termination: Termination
-    undelivered: list[UserMessage] = []
+    undelivered: list[UserMessage] = field(default_factory=list)
     model_calls: int = 0
 
 
-class TurnStart(_Event):
+@_event
+class TurnStart(Model):
     type: Literal["turn_start"] = "turn_start"
 
 
-class TurnEnd(_Event):
+@_event
+class TurnEnd(Model):
     type: Literal["turn_end"] = "turn_end"
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
 
 
-class MessageStart(_Event):
+@_event
+class MessageStart(Model):
     type: Literal["message_start"] = "message_start"
     message: Message
 
 
-class MessageUpdate(_Event):
+@_event
+class MessageUpdate(Model):
     type: Literal["message_update"] = "message_update"
     message: AssistantMessage
     event: AssistantMessageEvent
 
 
-class MessageEnd(_Event):
+@_event
+class MessageEnd(Model):
     type: Literal["message_end"] = "message_end"
     message: Message
 
 
-class ToolExecutionStart(_Event):
+@_event
+class ToolExecutionStart(Model):
     type: Literal["tool_execution_start"] = "tool_execution_start"
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
 
 
-class ToolExecutionUpdate(_Event):
+@_event
+class ToolExecutionUpdate(Model):
     type: Literal["tool_execution_update"] = "tool_execution_update"
     tool_call_id: str
     tool_name: str
     partial: Any = None
 
 
-class ToolExecutionEnd(_Event):
+@_event
+class ToolExecutionEnd(Model):
     type: Literal["tool_execution_end"] = "tool_execution_end"
     tool_call_id: str
     tool_name: str

@@ -1,7 +1,10 @@
 """The data model: content blocks, the three messages, stop reasons and usage (SPEC §2).
 
-Every type is a pydantic v2 model and round-trips through JSON (``model_dump_json`` /
-``model_validate_json``).  Content blocks and messages are deliberately *not* frozen: a provider
+Every type is a slotted, keyword-only dataclass with pydantic's model API (``openprogram._model``):
+``model_validate``/``model_validate_json`` validate through pydantic and ``model_dump``/
+``model_dump_json`` serialise, so every type round-trips through JSON.  Constructors do not
+validate: the loop builds several messages per round and pydantic construction was most of the
+per-round cost (issue #8).  Content blocks and messages are deliberately *not* frozen: a provider
 streams into one ``AssistantMessage`` in place (appending blocks, growing text), exactly as pi's
 faux provider does, so each delta costs O(1) and the loop never copies a message or the history.
 Treat a message as immutable once its ``message_end`` event has been emitted.
@@ -9,9 +12,10 @@ Treat a message as immutable once its ``message_end`` event has been emitted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from ._model import Model
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 """Why an assistant message ended. ``error``/``aborted`` end the run; ``toolUse`` asks for tools."""
@@ -20,29 +24,33 @@ Termination: TypeAlias = Literal["completed", "max_iterations", "error", "aborte
 """Why a whole loop run ended; carried by ``agent_end``."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+_model = dataclass(slots=True, kw_only=True)
+"""Keyword-only like a pydantic model; slotted for cheap construction and attribute access."""
 
 
-class TextContent(_Model):
+@_model
+class TextContent(Model):
     type: Literal["text"] = "text"
     text: str
 
 
-class ThinkingContent(_Model):
+@_model
+class ThinkingContent(Model):
     type: Literal["thinking"] = "thinking"
     thinking: str
     signature: str | None = None
     redacted: bool = False
 
 
-class ImageContent(_Model):
+@_model
+class ImageContent(Model):
     type: Literal["image"] = "image"
     data_b64: str
     mime_type: str
 
 
-class ToolCall(_Model):
+@_model
+class ToolCall(Model):
     """A function the model picked.
 
     ``raw_arguments`` is set only when the model's argument JSON did not parse; ``arguments`` is
@@ -53,7 +61,7 @@ class ToolCall(_Model):
     type: Literal["toolCall"] = "toolCall"
     id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
 
 
@@ -61,14 +69,16 @@ AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
 UserContent: TypeAlias = TextContent | ImageContent
 
 
-class Usage(_Model):
+@_model
+class Usage(Model):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
 
-class UserMessage(_Model):
+@_model
+class UserMessage(Model):
     role: Literal["user"] = "user"
     content: str | list[UserContent]
 
@@ -79,11 +89,12 @@ class UserMessage(_Model):
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
-class AssistantMessage(_Model):
+@_model
+class AssistantMessage(Model):
     role: Literal["assistant"] = "assistant"
-    content: list[AssistantContent] = Field(default_factory=list)
+    content: list[AssistantContent] = field(default_factory=list)
     stop_reason: StopReason = "stop"
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)
     model: str = ""
     provider: str = ""
     api: str = ""
@@ -102,11 +113,12 @@ class AssistantMessage(_Model):
         return [b for b in self.content if isinstance(b, ToolCall)]
 
 
-class ToolResultMessage(_Model):
+@_model
+class ToolResultMessage(Model):
     role: Literal["toolResult"] = "toolResult"
     tool_call_id: str
     tool_name: str
-    content: list[UserContent] = Field(default_factory=list)
+    content: list[UserContent] = field(default_factory=list)
     is_error: bool = False
     details: Any = None
     skipped: bool = False
@@ -119,12 +131,15 @@ class ToolResultMessage(_Model):
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
-class ToolSpec(_Model):
+@_model
+class ToolSpec(Model):
     """What the model is told about a tool: the wire-neutral definition every adapter maps."""
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
 
 
 __all__ = [
