@@ -1,7 +1,7 @@
 """``Model``: the base of every public data type — a slotted dataclass with pydantic's model API.
 
 Why not ``pydantic.BaseModel``: the loop builds about twenty messages and events per round, and
-on the benchmark machine a ``BaseModel`` costs 2–4 µs to construct (validation) against ~0.5 µs
+on the benchmark machine a ``BaseModel`` costs 2-4 µs to construct (validation) against ~0.5 µs
 for a slotted dataclass; ``import pydantic`` alone also costs more than the whole import-time
 budget of ``openprogram`` (issue #8).  So the types are plain ``@dataclass(slots=True,
 kw_only=True)`` classes — keyword-only like a pydantic model — and pydantic comes in only when a
@@ -67,7 +67,7 @@ class Model:
     def model_dump(
         self,
         *,
-        mode: Literal["python", "json"] | str = "python",
+        mode: Literal["python", "json"] = "python",
         include: Any = None,
         exclude: Any = None,
         exclude_defaults: bool = False,

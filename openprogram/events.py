@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from ._model import Model
-
 from .types import AssistantMessage, Message, Termination, ToolCall, ToolResultMessage, UserMessage
 
 ProviderEventType: TypeAlias = Literal[
@@ -37,10 +36,7 @@ ProviderEventType: TypeAlias = Literal[
 ]
 
 
-_event = dataclass(slots=True, kw_only=True)
-
-
-@_event
+@dataclass(slots=True, kw_only=True)
 class AssistantMessageEvent(Model):
     """One provider stream event.
 
@@ -63,12 +59,12 @@ class AssistantMessageEvent(Model):
         return self.type == "done" or self.type == "error"
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class AgentStart(Model):
     type: Literal["agent_start"] = "agent_start"
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class AgentEnd(Model):
     """The last event of every run. ``undelivered`` holds steering/follow-up messages that were
     handed to the loop but could not be delivered (the cap was reached): never silently lost."""
@@ -80,38 +76,38 @@ class AgentEnd(Model):
     model_calls: int = 0
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class TurnStart(Model):
     type: Literal["turn_start"] = "turn_start"
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class TurnEnd(Model):
     type: Literal["turn_end"] = "turn_end"
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class MessageStart(Model):
     type: Literal["message_start"] = "message_start"
     message: Message
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class MessageUpdate(Model):
     type: Literal["message_update"] = "message_update"
     message: AssistantMessage
     event: AssistantMessageEvent
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class MessageEnd(Model):
     type: Literal["message_end"] = "message_end"
     message: Message
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class ToolExecutionStart(Model):
     type: Literal["tool_execution_start"] = "tool_execution_start"
     tool_call_id: str
@@ -119,7 +115,7 @@ class ToolExecutionStart(Model):
     args: dict[str, Any]
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class ToolExecutionUpdate(Model):
     type: Literal["tool_execution_update"] = "tool_execution_update"
     tool_call_id: str
@@ -127,7 +123,7 @@ class ToolExecutionUpdate(Model):
     partial: Any = None
 
 
-@_event
+@dataclass(slots=True, kw_only=True)
 class ToolExecutionEnd(Model):
     type: Literal["tool_execution_end"] = "tool_execution_end"
     tool_call_id: str

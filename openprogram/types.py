@@ -24,17 +24,13 @@ Termination: TypeAlias = Literal["completed", "max_iterations", "error", "aborte
 """Why a whole loop run ended; carried by ``agent_end``."""
 
 
-_model = dataclass(slots=True, kw_only=True)
-"""Keyword-only like a pydantic model; slotted for cheap construction and attribute access."""
-
-
-@_model
+@dataclass(slots=True, kw_only=True)
 class TextContent(Model):
     type: Literal["text"] = "text"
     text: str
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class ThinkingContent(Model):
     type: Literal["thinking"] = "thinking"
     thinking: str
@@ -42,14 +38,14 @@ class ThinkingContent(Model):
     redacted: bool = False
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class ImageContent(Model):
     type: Literal["image"] = "image"
     data_b64: str
     mime_type: str
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class ToolCall(Model):
     """A function the model picked.
 
@@ -69,7 +65,7 @@ AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
 UserContent: TypeAlias = TextContent | ImageContent
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class Usage(Model):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -77,7 +73,7 @@ class Usage(Model):
     cache_write_tokens: int = 0
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class UserMessage(Model):
     role: Literal["user"] = "user"
     content: str | list[UserContent]
@@ -89,7 +85,7 @@ class UserMessage(Model):
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class AssistantMessage(Model):
     role: Literal["assistant"] = "assistant"
     content: list[AssistantContent] = field(default_factory=list)
@@ -113,7 +109,7 @@ class AssistantMessage(Model):
         return [b for b in self.content if isinstance(b, ToolCall)]
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class ToolResultMessage(Model):
     role: Literal["toolResult"] = "toolResult"
     tool_call_id: str
@@ -131,7 +127,7 @@ class ToolResultMessage(Model):
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
-@_model
+@dataclass(slots=True, kw_only=True)
 class ToolSpec(Model):
     """What the model is told about a tool: the wire-neutral definition every adapter maps."""
 
