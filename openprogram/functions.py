@@ -23,13 +23,14 @@ import threading
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any, overload
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.json_schema import GenerateJsonSchema
+from functools import cache
+from typing import TYPE_CHECKING, Any, overload
 
 from .tools import AgentTool, ValidationProblem, is_async_callable, json_schema_validator
 from .types import ToolSpec
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 INJECTED_PARAMETERS = frozenset({"runtime", "on_update", "cancel", "tool_call_id"})
 """Parameters the framework supplies; never shown to (or accepted from) the model."""
@@ -41,11 +42,19 @@ _current_runtime: ContextVar[Any] = ContextVar("openprogram_current_runtime", de
 read when an ``@agentic_function`` that declares ``runtime`` is executed as a tool."""
 
 
-class _NoTitles(GenerateJsonSchema):
-    """Pydantic's schema without the auto-generated per-field ``title`` noise."""
+@cache
+def _no_titles() -> type[Any]:
+    """Pydantic's schema generator without the auto-generated per-field ``title`` noise.
 
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
+    Pydantic is imported here, when the first tool schema is built, not at ``import
+    openprogram`` (its import alone would exceed the import-time budget of issue #8)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class NoTitles(GenerateJsonSchema):
+        def field_title_should_be_set(self, schema: Any) -> bool:
+            return False
+
+    return NoTitles
 
 
 class Function:
@@ -333,6 +342,8 @@ def _signature_model(
 ) -> tuple[type[BaseModel], dict[str, tuple[Any, bool]]]:
     """The schema model (``Field`` defaults and descriptions, for the JSON Schema) and, per
     model-visible parameter, ``(annotation, required)`` for the validator."""
+    from pydantic import ConfigDict, Field, create_model
+
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except NameError as exc:
@@ -379,6 +390,8 @@ def _signature_model(
 
 
 def _clashes(param: str) -> bool:
+    from pydantic import BaseModel
+
     return param.startswith("_") or param.startswith("model_") or hasattr(BaseModel, param)
 
 
@@ -389,7 +402,7 @@ def _model_name(name: str) -> str:
 
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     try:
-        schema = model.model_json_schema(schema_generator=_NoTitles)
+        schema = model.model_json_schema(schema_generator=_no_titles())
     except Exception as exc:
         raise TypeError(
             f"cannot generate a JSON Schema for tool {model.__name__!r}: {exc}"
@@ -410,7 +423,7 @@ def _pydantic_validator(
     """
     from typing import NotRequired
 
-    from pydantic import TypeAdapter
+    from pydantic import ConfigDict, TypeAdapter, ValidationError
     from typing_extensions import TypedDict
 
     annotations = {

@@ -140,3 +140,18 @@ def test_import_openprogram_imports_no_sdk() -> None:
     code = "import sys, openprogram, openprogram_testing; print([m for m in ('openai','anthropic','vcr','hypothesis') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_openprogram_defers_pydantic_until_a_boundary_is_crossed() -> None:
+    """The import-time budget (issue #8) leaves no room for pydantic: it is imported when a
+    value is validated or dumped, or a tool schema is generated — not by ``import openprogram``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, openprogram; before = 'pydantic' in sys.modules; "
+        "m = openprogram.UserMessage.model_validate({'content': 'hi'}); "
+        "print(before, 'pydantic' in sys.modules, m.text)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "hi"]
