@@ -158,14 +158,13 @@ class EventStream(Generic[E, R]):
     the producer set through ``set_result``.  Iterate at most once.
     """
 
-    __slots__ = ("_done", "_gen", "_has_result", "_result", "_started")
+    __slots__ = ("_gen", "_has_result", "_result", "_started")
 
     def __init__(self, producer: AsyncGenerator[E, None] | None = None) -> None:
         self._gen = producer
         self._result: R | None = None
         self._has_result = False
         self._started = False
-        self._done = False
 
     def bind(self, producer: AsyncGenerator[E, None]) -> None:
         """Attach the producer after construction (it may need a reference to this stream)."""
@@ -178,22 +177,16 @@ class EventStream(Generic[E, R]):
     def __aiter__(self) -> AsyncIterator[E]:
         if self._started:
             raise RuntimeError("an EventStream can be iterated only once")
+        if self._gen is None:
+            raise RuntimeError("EventStream has no producer")
         self._started = True
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[E]:
-        assert self._gen is not None, "EventStream has no producer"
-        try:
-            async for event in self._gen:
-                yield event
-        finally:
-            self._done = True
+        return self._gen  # the producer itself: no wrapper generator, one hop less per event
 
     async def result(self) -> R:
         if not self._started:
             async for _ in self:
                 pass
-        elif not self._done:
+        elif getattr(self._gen, "ag_frame", None) is not None:  # started, not finished
             raise RuntimeError("result() awaited while the stream is still being iterated")
         if not self._has_result:
             raise RuntimeError("the stream ended without a result")

@@ -268,7 +268,10 @@ class ScriptedProvider:
             return
         spec = self.turns[self._played]
         self._played += 1
-        scripted = await _resolve(spec, request)
+        value = _respond(spec, request)
+        if not isinstance(value, ScriptedTurn | str) and inspect.isawaitable(value):
+            value = await value  # an async responder; sync ones skip a coroutine per turn
+        scripted = _as_turn(value)
 
         cancel = options.cancel
         chunk = scripted.chunk_size if scripted.chunk_size is not None else self.chunk_size
@@ -334,16 +337,26 @@ class ScriptedProvider:
         return value
 
 
-async def _resolve(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
-    value: Any = spec
+def _respond(spec: TurnLike, request: ModelRequest) -> Any:
+    """A scripted turn as it is, or what its responder returns (possibly an awaitable)."""
     if callable(spec) and not isinstance(spec, ScriptedTurn):
-        value = spec(request)
-        if not isinstance(value, ScriptedTurn | str) and inspect.isawaitable(value):
-            value = await value
-    if isinstance(value, str):
-        return ScriptedTurn(parts=[value])
+        return spec(request)
+    return spec
+
+
+async def _resolve(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
+    value = _respond(spec, request)
+    if not isinstance(value, ScriptedTurn | str) and inspect.isawaitable(value):
+        value = await value
+    return _as_turn(value)
+
+
+def _as_turn(value: Any) -> ScriptedTurn:
+    """What a turn entry (or its responder) produced, as a ``ScriptedTurn``."""
     if isinstance(value, ScriptedTurn):
         return value
+    if isinstance(value, str):
+        return ScriptedTurn(parts=[value])
     raise TypeError(f"a responder must return a ScriptedTurn or str, got {type(value).__name__}")
 
 
