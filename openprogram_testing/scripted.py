@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from openprogram import _fastjson
 from openprogram.events import AssistantMessageEvent
 from openprogram.providers.base import Context, MessageBuilder, StreamOptions, ToolChoice
 from openprogram.types import Message, TextContent, ThinkingContent, ToolSpec, Usage
@@ -51,7 +51,7 @@ class ScriptedCall:
 
     @property
     def argument_text(self) -> str:
-        return self.raw if self.raw is not None else json.dumps(self.arguments)
+        return self.raw if self.raw is not None else _fastjson.dumps(self.arguments)
 
 
 @dataclass(slots=True)

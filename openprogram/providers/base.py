@@ -10,11 +10,11 @@ replays all go through it), so tests of one hold for the others.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from .. import _fastjson
 from ..cancel import CancelToken
 from ..events import AssistantMessageEvent
 from ..types import (
@@ -77,8 +77,12 @@ class MessageBuilder:
         self._args: dict[int, list[str]] = {}
         self._open: dict[int, str] = {}
 
-    def _ev(self, type_: Any, index: int | None = None, **kw: Any) -> AssistantMessageEvent:
-        return AssistantMessageEvent(type=type_, content_index=index, partial=self.message, **kw)
+    def _ev(
+        self, type_: Any, index: int | None = None, delta: str | None = None
+    ) -> AssistantMessageEvent:
+        return AssistantMessageEvent(
+            type=type_, content_index=index, delta=delta, partial=self.message
+        )
 
     def start(self) -> AssistantMessageEvent:
         return self._ev("start")
@@ -145,7 +149,9 @@ class MessageBuilder:
             else:
                 call.raw_arguments = raw
         self._open.pop(index, None)
-        return self._ev("toolcall_end", index, tool_call=call)
+        return AssistantMessageEvent(
+            type="toolcall_end", content_index=index, tool_call=call, partial=self.message
+        )
 
     # -- terminal ---------------------------------------------------------------------------
     def close_open_blocks(self) -> list[AssistantMessageEvent]:
@@ -169,7 +175,11 @@ class MessageBuilder:
         if usage is not None:
             msg.usage = usage
         if reason is None:
-            reason = "toolUse" if any(b.type == "toolCall" for b in msg.content) else "stop"
+            reason = "stop"
+            for block in msg.content:
+                if block.type == "toolCall":
+                    reason = "toolUse"
+                    break
         msg.stop_reason = reason
         return AssistantMessageEvent(type="done", reason=reason, message=msg, partial=msg)
 
@@ -197,12 +207,10 @@ class MessageBuilder:
 def parse_arguments(raw: str) -> tuple[dict[str, Any], bool]:
     """Parse tool-call argument JSON.  Empty text means "no arguments" (Anthropic sends none for
     an argument-less call).  Returns ``(arguments, ok)``; a non-object is not ok."""
-    if not raw.strip():
-        return {}, True
     try:
-        value = json.loads(raw)
+        value = _fastjson.loads(raw)
     except ValueError:
-        return {}, False
+        return {}, not raw.strip()
     if isinstance(value, dict):
         return value, True
     return {}, False
