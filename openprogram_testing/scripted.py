@@ -269,7 +269,7 @@ class ScriptedProvider:
         spec = self.turns[self._played]
         self._played += 1
         value = _respond(spec, request)
-        if not isinstance(value, ScriptedTurn | str) and inspect.isawaitable(value):
+        if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
             value = await value  # an async responder; sync ones skip a coroutine per turn
         scripted = _as_turn(value)
 
@@ -300,21 +300,21 @@ class ScriptedProvider:
                 retry_after_s=scripted.error_retry_after_s,
             )
             return
-        yield builder.done(scripted.stop, scripted.usage or Usage())
+        yield builder.done(scripted.stop, scripted.usage)
 
     def _events(
         self, builder: MessageBuilder, scripted: ScriptedTurn, chunk: int | None
     ) -> Iterable[AssistantMessageEvent]:
         yield builder.start()
         for part in scripted.parts:
-            if isinstance(part, str | TextContent):
+            if isinstance(part, _TEXT_PARTS):
                 text = part if isinstance(part, str) else part.text
                 index, event = builder.text_start()
                 yield event
                 for piece in _chunks(text, chunk):
                     yield builder.text_delta(index, piece)
                 yield builder.text_end(index)
-            elif isinstance(part, ScriptedThinking | ThinkingContent):
+            elif isinstance(part, _THINKING_PARTS):
                 text = part.text if isinstance(part, ScriptedThinking) else part.thinking
                 index, event = builder.thinking_start(redacted=part.redacted)
                 yield event
@@ -335,6 +335,13 @@ class ScriptedProvider:
         value = f"call_{self._next_id}"
         self._next_id += 1
         return value
+
+
+_TURN_VALUES = (ScriptedTurn, str)
+_TEXT_PARTS = (str, TextContent)
+_THINKING_PARTS = (ScriptedThinking, ThinkingContent)
+"""Tuples, not ``X | Y``: a union written inside ``isinstance`` is rebuilt on every call, and
+these checks run for every part of every scripted turn."""
 
 
 def _respond(spec: TurnLike, request: ModelRequest) -> Any:
