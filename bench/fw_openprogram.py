@@ -11,7 +11,7 @@ from importlib.metadata import version as _dist_version
 from typing import Any
 
 from openprogram.loop import AgentContext, LoopConfig, agent_loop
-from openprogram_testing import ModelRequest, ScriptedProvider, ScriptedTurn, call, turn
+from openprogram_testing import ModelRequest, ScriptedCall, ScriptedProvider, ScriptedTurn
 
 from .common import FINAL_TEXT, BenchError, Script
 
@@ -42,12 +42,18 @@ TOOL = {"spec": {"name": "add", "description": "Add two integers.", "parameters"
 """Defined once, as a program defines its tools (the peers' tools are module-level too)."""
 
 
+_FINAL = ScriptedTurn(parts=[FINAL_TEXT])
+"""Turns are read, never changed, by the provider: the final one can be shared."""
+
+
 def _responder(script: Script) -> Any:
     def respond(request: ModelRequest) -> ScriptedTurn:
         calls = script.next_turn()
         if calls is None:
-            return turn(FINAL_TEXT)
-        return turn(*(call("add", {"a": c.a, "b": c.b}, id=c.id) for c in calls))
+            return _FINAL
+        return ScriptedTurn(
+            parts=[ScriptedCall(name="add", arguments={"a": c.a, "b": c.b}, id=c.id) for c in calls]
+        )
 
     return respond
 
