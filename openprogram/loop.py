@@ -165,19 +165,16 @@ def agent_loop_continue(context: AgentContext, config: LoopConfig) -> AgentStrea
 
 
 class _Run:
-    """Mutable state of one run, shared by the loop's helper generators."""
+    """Mutable state of one run, shared by the loop and its helpers (``_prepare``, ``_invoke``)."""
 
     __slots__ = (
         "aborted",
-        "called",
         "config",
         "context",
-        "message",
         "new_messages",
         "options",
         "provider_context",
         "reraise",
-        "results",
         "steering",
         "tools",
     )
@@ -200,9 +197,6 @@ class _Run:
             extras=config.extras,
         )
         self.new_messages: list[Message] = []
-        self.message: AssistantMessage | None = None
-        self.called = False
-        self.results: list[ToolResultMessage] = []
         self.steering: list[UserMessage] = []
         self.aborted = False
         self.reraise: BaseException | None = None
@@ -220,6 +214,10 @@ async def _run_loop(
     config: LoopConfig,
 ) -> AsyncGenerator[AgentEvent, None]:
     run = _Run(context, tools, config)
+    provider = config.provider
+    cancel = config.cancel
+    poll_steering = config.get_steering_messages is not None
+    skip_mode = config.steering_mode == "skip"
     cap = effective_cap(config.max_iterations)
     termination: Termination = "completed"
     undelivered: list[UserMessage] = []
@@ -255,26 +253,114 @@ async def _run_loop(
                     yield MessageEnd(message=user_message)
                 pending = []
 
-                async for event in _stream_assistant_response(run):
-                    yield event
-                message = run.message
-                assert message is not None
-                if run.called:
+                # -- 1. stream one assistant message into the history ------------------------
+                # Inline, not a helper generator: a generator per round plus a hop per event
+                # measured ~6% of a round (issue #8).  A provider that raises, a stream without a
+                # terminal event and cancellation all become an ``error``/``aborted`` message
+                # here, so everything below has one path for every failure.
+                if cancel is not None and cancel.is_set():
+                    message = AssistantMessage(
+                        stop_reason="aborted", error_message=_NOT_CALLED, model=config.model
+                    )
+                    started = False
+                else:
                     stream.model_calls += 1
+                    final: AssistantMessage | None = None
+                    partial: AssistantMessage | None = None
+                    started = False
+                    iterator: Any = None
+                    try:
+                        iterator = provider.stream(config.model, run.provider_context, run.options)
+                        async for event in iterator:
+                            if event.partial is not None:
+                                partial = event.partial
+                            if not started:
+                                started = True
+                                yield MessageStart(
+                                    message=partial or event.message or AssistantMessage()
+                                )
+                            if event.type == "done" or event.type == "error":
+                                final = event.message or partial or _empty(config)
+                                yield MessageUpdate(message=final, event=event)
+                                break
+                            yield MessageUpdate(message=partial, event=event)  # type: ignore[arg-type]
+                            if cancel is not None and cancel.is_set():
+                                final = _fail(partial, config, "aborted", ABORTED_TEXT)
+                                break
+                        else:
+                            final = _fail(partial, config, "error", STREAM_ENDED_TEXT)
+                    except asyncio.CancelledError:
+                        final = _fail(partial, config, "aborted", ABORTED_TEXT)
+                    except Exception as exc:
+                        final = _fail(partial, config, "error", error_text(exc))
+                    finally:
+                        # (``final`` is None only when the consumer closed the run mid-stream:
+                        # nothing may be awaited then.)
+                        if iterator is not None and final is not None:
+                            await _close(iterator)
+                    assert final is not None
+                    message = final
+                    if message.stop_reason not in _STOP_REASONS:
+                        message.stop_reason = "error"
+                if not started:
+                    yield MessageStart(message=message)
+                run.append(message)
+                yield MessageEnd(message=message)
 
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
                     yield TurnEnd(message=message, tool_results=[])
                     termination = "error" if message.stop_reason == "error" else "aborted"
                     break
 
+                # -- 2. run its tool calls, sequentially, in order -------------------------
+                # Inline for the same reason; what each call needs is decided by ``_prepare``.
+                # Steering is polled after every executed call; in ``skip`` mode the rest of
+                # the batch is then answered without running.
                 tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
                 has_more_tool_calls = bool(tool_calls)
-                run.results = []
+                results: list[ToolResultMessage] = []
                 run.steering = []
-                if tool_calls:
-                    async for event in _execute_tool_calls(run, tool_calls):
-                        yield event
-                yield TurnEnd(message=message, tool_results=run.results)
+                for call in tool_calls:
+                    yield ToolExecutionStart(
+                        tool_call_id=call.id, tool_name=call.name, args=call.arguments
+                    )
+                    executed = not run.aborted and not (run.steering and skip_mode)
+                    if executed:
+                        prepared, tool, arguments = _prepare(run, call)
+                        if prepared is None:  # extras, async, timeouts: the general path
+                            outcome: list[ToolResultMessage] = []
+                            async for event in _invoke(run, tool, call, arguments, outcome):
+                                yield event
+                            result = outcome[0]
+                        elif isinstance(prepared, ToolResultMessage):
+                            result = prepared
+                        else:  # a plain function that returned an awaitable
+                            result = await _settle(run, call, prepared)
+                    elif run.aborted:
+                        result = error_result(call.id, call.name, CANCELLED_TEXT)
+                    else:
+                        result = error_result(call.id, call.name, SKIPPED_TEXT, skipped=True)
+                    yield ToolExecutionEnd(
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        result=result,
+                        is_error=result.is_error,
+                    )
+                    yield MessageStart(message=result)
+                    run.append(result)
+                    results.append(result)
+                    yield MessageEnd(message=result)
+                    if (
+                        executed
+                        and poll_steering
+                        and not run.aborted
+                        and (not run.steering or not skip_mode)
+                    ):
+                        try:
+                            run.steering.extend(await _poll(config.get_steering_messages))
+                        except asyncio.CancelledError:
+                            run.aborted = True
+                yield TurnEnd(message=message, tool_results=results)
 
                 if run.aborted:
                     termination = "aborted"
@@ -325,68 +411,21 @@ _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple}
 check on the hot path (the profile showed it in every round)."""
 
 
-async def _stream_assistant_response(run: _Run) -> AsyncGenerator[AgentEvent, None]:
-    """Stream one assistant message from the provider into loop events; leave it in
-    ``run.message`` and append it to the history.
+_STOP_REASONS = frozenset({"stop", "length", "toolUse", "error", "aborted"})
 
-    A provider that raises, a stream without a terminal event and cancellation all become an
-    ``error``/``aborted`` message here, so the loop above has one path for every failure.
-    """
-    config = run.config
-    cancel = config.cancel
-    if cancel is not None and cancel.is_set():
-        message = AssistantMessage(
-            stop_reason="aborted", error_message=_NOT_CALLED, model=config.model
-        )
-        run.message = message
-        run.called = False
-        yield MessageStart(message=message)
-        run.append(message)
-        yield MessageEnd(message=message)
-        return
 
-    run.called = True
+def _empty(config: LoopConfig) -> AssistantMessage:
+    return AssistantMessage(model=config.model)
 
-    message: AssistantMessage | None = None  # type: ignore[no-redef]
-    partial_message: AssistantMessage | None = None
-    started = False
-    iterator: Any = None
-    try:
-        iterator = config.provider.stream(config.model, run.provider_context, run.options)
-        async for event in iterator:
-            if event.partial is not None:
-                partial_message = event.partial
-            if not started:
-                started = True
-                yield MessageStart(message=partial_message or event.message or AssistantMessage())
-            if event.type == "done" or event.type == "error":
-                message = event.message or partial_message or AssistantMessage(model=config.model)
-                yield MessageUpdate(message=message, event=event)
-                break
-            yield MessageUpdate(message=partial_message, event=event)  # type: ignore[arg-type]
-            if cancel is not None and cancel.is_set():
-                message = _fail(partial_message, config, "aborted", ABORTED_TEXT)
-                break
-        else:
-            message = _fail(partial_message, config, "error", STREAM_ENDED_TEXT)
-    except asyncio.CancelledError:
-        message = _fail(partial_message, config, "aborted", ABORTED_TEXT)
-    except Exception as exc:
-        message = _fail(partial_message, config, "error", error_text(exc))
-    finally:
-        if iterator is not None and message is not None and hasattr(iterator, "aclose"):
-            try:
-                await iterator.aclose()
-            except Exception:
-                pass
-    assert message is not None
-    if message.stop_reason not in ("stop", "length", "toolUse", "error", "aborted"):
-        message.stop_reason = "error"
-    run.message = message
-    if not started:
-        yield MessageStart(message=message)
-    run.append(message)
-    yield MessageEnd(message=message)
+
+async def _close(iterator: Any) -> None:
+    """Close a provider stream that is left early (or has ended): releases its connection."""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            pass
 
 
 def _fail(
@@ -403,74 +442,36 @@ def _fail(
     return message
 
 
-async def _execute_tool_calls(
-    run: _Run, tool_calls: list[ToolCall]
-) -> AsyncGenerator[AgentEvent, None]:
-    """Run the calls of one message sequentially, in order.  Polls steering after every executed
-    call; in ``skip`` mode the rest of the batch is then skipped.  Fills ``run.results`` and
-    ``run.steering``; sets ``run.aborted`` on cancellation."""
-    config = run.config
-    poll_steering = config.get_steering_messages is not None
-    skip_mode = config.steering_mode == "skip"
-    for call in tool_calls:
-        if run.aborted:
-            async for event in _finish_without_running(run, call, CANCELLED_TEXT, skipped=False):
-                yield event
-            continue
-        if run.steering and skip_mode:
-            async for event in _skip_tool_call(run, call):
-                yield event
-            continue
-
-        yield ToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
-        result: ToolResultMessage | None = None
-        tool = run.tools.get(call.name)
-        if tool is None:
-            result = error_result(call.id, call.name, f"Tool {call.name} not found")
-        elif call.raw_arguments is not None:
-            result = error_result(
-                call.id,
-                call.name,
-                validation_failed_text(
-                    call.name, [("root", "arguments are not valid JSON")], call.raw_arguments
-                ),
-            )
-        else:
-            arguments, problems = tool.validate(call.arguments)
-            if problems:
-                result = error_result(
-                    call.id, call.name, validation_failed_text(call.name, problems, call.arguments)
-                )
-            elif not tool.accepts and not tool.is_async and config.tool_timeout_s is None:
-                # The hot path: a plain sync tool, called directly.
-                try:
-                    value = tool.execute(arguments)
-                    if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
-                        value = await value
-                    result = make_result(call.id, call.name, value)
-                except Exception as exc:
-                    result = error_result(call.id, call.name, error_text(exc))
-                except BaseException as exc:
-                    result = _abort(run, call, exc)
-            else:
-                outcome: list[ToolResultMessage] = []
-                async for event in _invoke(run, tool, call, arguments, outcome):
-                    yield event
-                result = outcome[0]
-
-        yield ToolExecutionEnd(
-            tool_call_id=call.id, tool_name=call.name, result=result, is_error=result.is_error
-        )
-        yield MessageStart(message=result)
-        run.append(result)
-        run.results.append(result)
-        yield MessageEnd(message=result)
-
-        if poll_steering and not run.aborted and (not run.steering or not skip_mode):
-            try:
-                run.steering.extend(await _poll(config.get_steering_messages))
-            except asyncio.CancelledError:
-                run.aborted = True
+def _prepare(
+    run: _Run, call: ToolCall
+) -> tuple[ToolResultMessage | Awaitable[Any] | None, Any, dict[str, Any]]:
+    """Everything about one call that needs no ``await``: an unknown tool, argument JSON that did
+    not parse and failed validation are answered here, and a plain sync tool (the hot path) is
+    called directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what
+    a plain tool returned that must still be awaited (``_settle``), or ``None``: the general path
+    (``_invoke``: extras, async bodies, timeouts) runs the call."""
+    tool = run.tools.get(call.name)
+    if tool is None:
+        return error_result(call.id, call.name, f"Tool {call.name} not found"), None, {}
+    if call.raw_arguments is not None:
+        problems: list[tuple[str, str]] = [("root", "arguments are not valid JSON")]
+        text = validation_failed_text(call.name, problems, call.raw_arguments)
+        return error_result(call.id, call.name, text), tool, {}
+    arguments, found = tool.validate(call.arguments)
+    if found:
+        text = validation_failed_text(call.name, found, call.arguments)
+        return error_result(call.id, call.name, text), tool, arguments
+    if tool.accepts or tool.is_async or run.config.tool_timeout_s is not None:
+        return None, tool, arguments
+    try:
+        value = tool.execute(arguments)
+        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
+            return value, tool, arguments
+        return make_result(call.id, call.name, value), tool, arguments
+    except Exception as exc:
+        return error_result(call.id, call.name, error_text(exc)), tool, arguments
+    except BaseException as exc:
+        return _abort(run, call, exc), tool, arguments
 
 
 def _abort(run: _Run, call: ToolCall, exc: BaseException) -> ToolResultMessage:
@@ -591,22 +592,13 @@ async def _invoke(
     outcome.append(make_result(call.id, call.name, value))
 
 
-async def _skip_tool_call(run: _Run, call: ToolCall) -> AsyncGenerator[AgentEvent, None]:
-    """Steering arrived mid-batch (``skip`` mode): answer the call without running it."""
-    async for event in _finish_without_running(run, call, SKIPPED_TEXT, skipped=True):
-        yield event
-
-
-async def _finish_without_running(
-    run: _Run, call: ToolCall, text: str, *, skipped: bool
-) -> AsyncGenerator[AgentEvent, None]:
-    result = error_result(call.id, call.name, text, skipped=skipped)
-    yield ToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
-    yield ToolExecutionEnd(tool_call_id=call.id, tool_name=call.name, result=result, is_error=True)
-    yield MessageStart(message=result)
-    run.append(result)
-    run.results.append(result)
-    yield MessageEnd(message=result)
+async def _settle(run: _Run, call: ToolCall, pending: Awaitable[Any]) -> ToolResultMessage:
+    try:
+        return make_result(call.id, call.name, await pending)
+    except Exception as exc:
+        return error_result(call.id, call.name, error_text(exc))
+    except BaseException as exc:
+        return _abort(run, call, exc)
 
 
 async def _poll(source: MessageSource | None) -> list[UserMessage]:
