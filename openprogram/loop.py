@@ -458,12 +458,12 @@ def _prepare(
     if tool is None:
         return error_result(call.id, call.name, f"Tool {call.name} not found"), None, {}
     if call.raw_arguments is not None:
-        problems: list[tuple[str, str]] = [("root", "arguments are not valid JSON")]
-        text = validation_failed_text(call.name, problems, call.raw_arguments)
+        not_json = [("root", "arguments are not valid JSON")]
+        text = validation_failed_text(call.name, not_json, call.raw_arguments)
         return error_result(call.id, call.name, text), tool, {}
-    arguments, found = tool.validate(call.arguments)
-    if found:
-        text = validation_failed_text(call.name, found, call.arguments)
+    arguments, problems = tool.validate(call.arguments)
+    if problems:
+        text = validation_failed_text(call.name, problems, call.arguments)
         return error_result(call.id, call.name, text), tool, arguments
     if tool.accepts or tool.is_async or run.config.tool_timeout_s is not None:
         return None, tool, arguments
@@ -597,6 +597,8 @@ async def _invoke(
 
 
 async def _settle(run: _Run, call: ToolCall, pending: Awaitable[Any]) -> ToolResultMessage:
+    """The result of a plain function that returned an awaitable (a lambda around a coroutine,
+    say): awaited here, failures fed back like any tool's."""
     try:
         return make_result(call.id, call.name, await pending)
     except Exception as exc:

@@ -170,3 +170,38 @@ def test_a_sync_tool_returning_an_awaitable_is_still_awaited() -> None:
 
     messages = asyncio.run(main())
     assert messages[2].text == "7" and messages[-1].text == "done"
+
+
+def test_a_sync_tool_whose_awaitable_fails_feeds_the_error_back() -> None:
+    import asyncio
+
+    from openprogram.loop import AgentContext, LoopConfig, agent_loop
+    from openprogram_testing import ScriptedProvider, call, turn
+
+    async def fails() -> int:
+        raise ValueError("no luck")
+
+    async def cancelled() -> int:
+        raise asyncio.CancelledError
+
+    tools = [
+        {"spec": {"name": "bad"}, "execute": lambda arguments: fails()},
+        {"spec": {"name": "stop"}, "execute": lambda arguments: cancelled()},
+    ]
+    provider = ScriptedProvider(
+        [turn(call("bad", {}), call("stop", {}), call("bad", {})), "unreached"], strict=False
+    )
+
+    async def main() -> tuple[list[Any], str | None]:
+        stream = agent_loop("go", AgentContext(tools=tools), LoopConfig(provider=provider))
+        messages = await stream
+        return messages, stream.termination
+
+    messages, termination = asyncio.run(main())
+    results = [m for m in messages if m.role == "toolResult"]
+    assert [(r.text, r.is_error) for r in results] == [
+        ("no luck", True),
+        ("Cancelled", True),
+        ("Cancelled", True),
+    ]
+    assert termination == "aborted"
