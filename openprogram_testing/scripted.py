@@ -352,8 +352,10 @@ def _respond(spec: TurnLike, request: ModelRequest) -> Any:
 
 
 async def _resolve(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
+    """The turn for ``request``, awaiting an async responder (used off the hot path: the
+    emulator's handler threads)."""
     value = _respond(spec, request)
-    if not isinstance(value, ScriptedTurn | str) and inspect.isawaitable(value):
+    if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
         value = await value
     return _as_turn(value)
 
