@@ -42,7 +42,7 @@ TOOL = {"spec": {"name": "add", "description": "Add two integers.", "parameters"
 """Defined once, as a program defines its tools (the peers' tools are module-level too)."""
 
 
-_FINAL = ScriptedTurn(parts=[FINAL_TEXT])
+_FINAL = ScriptedTurn([FINAL_TEXT])
 """Turns are read, never changed, by the provider: the final one can be shared."""
 
 
@@ -51,9 +51,7 @@ def _responder(script: Script) -> Any:
         calls = script.next_turn()
         if calls is None:
             return _FINAL
-        return ScriptedTurn(
-            parts=[ScriptedCall(name="add", arguments={"a": c.a, "b": c.b}, id=c.id) for c in calls]
-        )
+        return ScriptedTurn([ScriptedCall("add", {"a": c.a, "b": c.b}, c.id) for c in calls])
 
     return respond
 

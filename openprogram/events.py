@@ -36,7 +36,7 @@ ProviderEventType: TypeAlias = Literal[
 ]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class AssistantMessageEvent(Model):
     """One provider stream event.
 
@@ -59,73 +59,73 @@ class AssistantMessageEvent(Model):
         return self.type == "done" or self.type == "error"
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class AgentStart(Model):
-    type: Literal["agent_start"] = "agent_start"
+    type: Literal["agent_start"] = field(default="agent_start", kw_only=True)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class AgentEnd(Model):
     """The last event of every run. ``undelivered`` holds steering/follow-up messages that were
     handed to the loop but could not be delivered (the cap was reached): never silently lost."""
 
-    type: Literal["agent_end"] = "agent_end"
+    type: Literal["agent_end"] = field(default="agent_end", kw_only=True)
     messages: list[Message]
     termination: Termination
     undelivered: list[UserMessage] = field(default_factory=list)
     model_calls: int = 0
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class TurnStart(Model):
-    type: Literal["turn_start"] = "turn_start"
+    type: Literal["turn_start"] = field(default="turn_start", kw_only=True)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class TurnEnd(Model):
-    type: Literal["turn_end"] = "turn_end"
+    type: Literal["turn_end"] = field(default="turn_end", kw_only=True)
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class MessageStart(Model):
-    type: Literal["message_start"] = "message_start"
+    type: Literal["message_start"] = field(default="message_start", kw_only=True)
     message: Message
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class MessageUpdate(Model):
-    type: Literal["message_update"] = "message_update"
+    type: Literal["message_update"] = field(default="message_update", kw_only=True)
     message: AssistantMessage
     event: AssistantMessageEvent
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class MessageEnd(Model):
-    type: Literal["message_end"] = "message_end"
+    type: Literal["message_end"] = field(default="message_end", kw_only=True)
     message: Message
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolExecutionStart(Model):
-    type: Literal["tool_execution_start"] = "tool_execution_start"
+    type: Literal["tool_execution_start"] = field(default="tool_execution_start", kw_only=True)
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolExecutionUpdate(Model):
-    type: Literal["tool_execution_update"] = "tool_execution_update"
+    type: Literal["tool_execution_update"] = field(default="tool_execution_update", kw_only=True)
     tool_call_id: str
     tool_name: str
     partial: Any = None
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolExecutionEnd(Model):
-    type: Literal["tool_execution_end"] = "tool_execution_end"
+    type: Literal["tool_execution_end"] = field(default="tool_execution_end", kw_only=True)
     tool_call_id: str
     tool_name: str
     result: ToolResultMessage

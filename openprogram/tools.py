@@ -334,18 +334,13 @@ def make_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
     """Shape a tool's return value: ``str`` → one text block; ``None`` → empty text; a
     ``ToolResult`` → its blocks/details/is_error; content blocks as they are; anything else →
     JSON text."""
+    # (positional construction on this per-call path: keyword calls cost twice as much)
     if isinstance(value, str):
-        return ToolResultMessage(
-            tool_call_id=call_id, tool_name=name, content=[TextContent(text=value)]
-        )
+        return ToolResultMessage(call_id, name, [TextContent(value)])
     if value is None:
-        return ToolResultMessage(
-            tool_call_id=call_id, tool_name=name, content=[TextContent(text="")]
-        )
+        return ToolResultMessage(call_id, name, [TextContent("")])
     if type(value) is int:  # what json.dumps gives, without its encoder set-up (seen in profiles)
-        return ToolResultMessage(
-            tool_call_id=call_id, tool_name=name, content=[TextContent(text=str(value))]
-        )
+        return ToolResultMessage(call_id, name, [TextContent(str(value))])
     if isinstance(value, ToolResult):
         blocks: list[UserContent] = (
             [TextContent(text=value.content)]
@@ -377,13 +372,7 @@ def to_json_text(value: Any) -> str:
 
 
 def error_result(call_id: str, name: str, text: str, *, skipped: bool = False) -> ToolResultMessage:
-    return ToolResultMessage(
-        tool_call_id=call_id,
-        tool_name=name,
-        content=[TextContent(text=text)],
-        is_error=True,
-        skipped=skipped,
-    )
+    return ToolResultMessage(call_id, name, [TextContent(text)], True, None, skipped)
 
 
 __all__ = [

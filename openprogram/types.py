@@ -1,6 +1,6 @@
 """The data model: content blocks, the three messages, stop reasons and usage (SPEC §2).
 
-Every type is a slotted, keyword-only dataclass with pydantic's model API (``openprogram._model``):
+Every type is a slotted dataclass with pydantic's model API (``openprogram._model``):
 ``model_validate``/``model_validate_json`` validate through pydantic and ``model_dump``/
 ``model_dump_json`` serialise, so every type round-trips through JSON.  Constructors do not
 validate: the loop builds several messages per round and pydantic construction was most of the
@@ -24,28 +24,28 @@ Termination: TypeAlias = Literal["completed", "max_iterations", "error", "aborte
 """Why a whole loop run ended; carried by ``agent_end``."""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class TextContent(Model):
-    type: Literal["text"] = "text"
+    type: Literal["text"] = field(default="text", kw_only=True)
     text: str
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ThinkingContent(Model):
-    type: Literal["thinking"] = "thinking"
+    type: Literal["thinking"] = field(default="thinking", kw_only=True)
     thinking: str
     signature: str | None = None
     redacted: bool = False
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ImageContent(Model):
-    type: Literal["image"] = "image"
+    type: Literal["image"] = field(default="image", kw_only=True)
     data_b64: str
     mime_type: str
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolCall(Model):
     """A function the model picked.
 
@@ -54,7 +54,7 @@ class ToolCall(Model):
     it.
     """
 
-    type: Literal["toolCall"] = "toolCall"
+    type: Literal["toolCall"] = field(default="toolCall", kw_only=True)
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -65,7 +65,7 @@ AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
 UserContent: TypeAlias = TextContent | ImageContent
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class Usage(Model):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -73,9 +73,9 @@ class Usage(Model):
     cache_write_tokens: int = 0
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class UserMessage(Model):
-    role: Literal["user"] = "user"
+    role: Literal["user"] = field(default="user", kw_only=True)
     content: str | list[UserContent]
 
     @property
@@ -85,9 +85,9 @@ class UserMessage(Model):
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class AssistantMessage(Model):
-    role: Literal["assistant"] = "assistant"
+    role: Literal["assistant"] = field(default="assistant", kw_only=True)
     content: list[AssistantContent] = field(default_factory=list)
     stop_reason: StopReason = "stop"
     usage: Usage = field(default_factory=Usage)
@@ -109,9 +109,9 @@ class AssistantMessage(Model):
         return [b for b in self.content if isinstance(b, ToolCall)]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolResultMessage(Model):
-    role: Literal["toolResult"] = "toolResult"
+    role: Literal["toolResult"] = field(default="toolResult", kw_only=True)
     tool_call_id: str
     tool_name: str
     content: list[UserContent] = field(default_factory=list)
@@ -127,7 +127,7 @@ class ToolResultMessage(Model):
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolSpec(Model):
     """What the model is told about a tool: the wire-neutral definition every adapter maps."""
 

@@ -87,11 +87,16 @@ def test_unions_are_told_apart_by_their_tag() -> None:
     assert isinstance(parsed, ToolResultMessage)
 
 
-def test_constructors_are_keyword_only_and_defaults_are_not_shared() -> None:
+def test_constructors_take_fields_in_order_tags_by_keyword_and_share_no_defaults() -> None:
+    assert TextContent("hi") == TextContent(text="hi")
+    assert ToolResultMessage("c1", "add", [TextContent("3")]) == ToolResultMessage(
+        tool_call_id="c1", tool_name="add", content=[TextContent(text="3")]
+    )
     with pytest.raises(TypeError):
-        TextContent("positional")  # type: ignore[misc]
+        TextContent("text", "hi")  # type: ignore[call-arg]  # the tag is keyword-only
     with pytest.raises(TypeError):
         TextContent(text="a", zz=1)  # type: ignore[call-arg]
+    assert list(TextContent("x").model_dump()) == ["type", "text"]  # the tag still comes first
     a, b = AssistantMessage(), AssistantMessage()
     a.content.append(TextContent(text="x"))
     assert b.content == [] and a.usage is not b.usage

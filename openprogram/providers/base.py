@@ -80,16 +80,16 @@ class MessageBuilder:
     def _ev(
         self, type_: Any, index: int | None = None, delta: str | None = None
     ) -> AssistantMessageEvent:
-        return AssistantMessageEvent(
-            type=type_, content_index=index, delta=delta, partial=self.message
-        )
+        # positional (type, content_index, delta, tool_call, reason, partial): built for every
+        # streamed event, and a keyword call costs twice as much as the construction itself
+        return AssistantMessageEvent(type_, index, delta, None, None, self.message)
 
     def start(self) -> AssistantMessageEvent:
         return self._ev("start")
 
     # -- text -------------------------------------------------------------------------------
     def text_start(self) -> tuple[int, AssistantMessageEvent]:
-        self.message.content.append(TextContent(text=""))
+        self.message.content.append(TextContent(""))
         i = len(self.message.content) - 1
         self._open[i] = "text"
         return i, self._ev("text_start", i)
@@ -123,7 +123,7 @@ class MessageBuilder:
 
     # -- tool calls -------------------------------------------------------------------------
     def toolcall_start(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
-        self.message.content.append(ToolCall(id=id, name=name))
+        self.message.content.append(ToolCall(id, name))
         i = len(self.message.content) - 1
         self._args[i] = []
         self._open[i] = "toolcall"
@@ -149,9 +149,7 @@ class MessageBuilder:
             else:
                 call.raw_arguments = raw
         self._open.pop(index, None)
-        return AssistantMessageEvent(
-            type="toolcall_end", content_index=index, tool_call=call, partial=self.message
-        )
+        return AssistantMessageEvent("toolcall_end", index, None, call, None, self.message)
 
     # -- terminal ---------------------------------------------------------------------------
     def close_open_blocks(self) -> list[AssistantMessageEvent]:
