@@ -9,7 +9,7 @@ with pydantic) or in declaration order; the ``type``/``role`` tag is keyword-onl
 default, so it is never passed by accident.  The hot path passes fields positionally because a
 keyword call costs CPython 3.11 about as much again as the construction itself.
 
-
+At the boundaries:
 
 - ``Model.model_validate(data)`` / ``model_validate_json(text)`` validate fully (pydantic's
   dataclass support; unknown keys are rejected, unions discriminated by their ``type``/``role``);
