@@ -179,7 +179,7 @@ class MessageBuilder:
                     reason = "toolUse"
                     break
         msg.stop_reason = reason
-        return AssistantMessageEvent(type="done", reason=reason, message=msg, partial=msg)
+        return AssistantMessageEvent("done", None, None, None, reason, msg, msg)
 
     def error(
         self,
