@@ -241,20 +241,21 @@ class ScriptedProvider:
     async def _stream(
         self, model: str, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
+        # positional, in field order: once per model call, and keyword calls cost twice as much
         request = ModelRequest(
-            index=len(self.requests),
-            model=model,
-            system_prompt=context.system_prompt,
-            messages=list(context.messages),
-            tools=list(context.tools),
-            tool_choice=options.tool_choice,
-            parallel_tool_calls=options.parallel_tool_calls,
-            max_tokens=options.max_tokens,
-            temperature=options.temperature,
-            extras=dict(options.extras),
+            len(self.requests),  # index
+            model,
+            context.system_prompt,
+            list(context.messages),  # a snapshot: later rounds do not change it
+            list(context.tools),
+            options.tool_choice,
+            options.parallel_tool_calls,
+            options.max_tokens,
+            options.temperature,
+            dict(options.extras),
         )
         self.requests.append(request)
-        builder = MessageBuilder(model=model, provider=self.name, api=self.api)
+        builder = MessageBuilder(model, self.name, self.api)
 
         if self._played >= len(self.turns):
             violation = UnexpectedModelCall(
