@@ -372,7 +372,9 @@ def to_json_text(value: Any) -> str:
 
 
 def error_result(call_id: str, name: str, text: str, *, skipped: bool = False) -> ToolResultMessage:
-    return ToolResultMessage(call_id, name, [TextContent(text)], True, None, skipped)
+    return ToolResultMessage(
+        call_id, name, [TextContent(text)], is_error=True, skipped=skipped
+    )
 
 
 __all__ = [
