@@ -77,10 +77,10 @@ from .scripted import (
     TurnLike,
     UnconsumedTurns,
     UnexpectedModelCall,
-    _chunks,
-    _describe,
-    _resolve,
-    _summary,
+    chunk_text,
+    describe_turn,
+    resolve_turn,
+    summarize_message,
 )
 
 log = logging.getLogger("openprogram_testing.emulator")
@@ -360,7 +360,7 @@ class ProviderEmulator:
             raise self.violations[0]
         if self.strict and self.remaining > 0:
             left = ", ".join(
-                _describe(s.turn) if s.turn is not None else "[fault]"
+                describe_turn(s.turn) if s.turn is not None else "[fault]"
                 for s in self._slots[self._played :]
             )
             raise UnconsumedTurns(
@@ -483,7 +483,7 @@ class ProviderEmulator:
                 msg = (
                     f"unexpected model call #{model_request.index} (0-based) to {path}: the "
                     f"emulator script has {len(self._slots)} turn(s), all played; "
-                    f"last message: {_summary(model_request.last_message)}"
+                    f"last message: {summarize_message(model_request.last_message)}"
                 )
                 if self.strict:
                     self.violations.append(UnexpectedModelCall(msg))
@@ -516,7 +516,7 @@ class ProviderEmulator:
             return _CassetteResolved(parts=[], stop="stop", usage=Usage(), chunk=None,
                                      delay=0.0, status=r["status"], headers=dict(r["headers"]),
                                      raw=r["raw"])
-        scripted = asyncio.run(_resolve(spec, request))
+        scripted = asyncio.run(resolve_turn(spec, request))
         chunk = scripted.chunk_size if scripted.chunk_size is not None else self.chunk_size
         parts: list[_Part] = []
         for part in scripted.parts:
@@ -882,7 +882,7 @@ class _Renderer:
         self.request_id = request_id
 
     def pieces(self, text: str) -> Sequence[str]:
-        return _chunks(text, self.turn.chunk)
+        return chunk_text(text, self.turn.chunk)
 
     def frames(self) -> Iterator[_Frame]:
         raise NotImplementedError

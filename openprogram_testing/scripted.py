@@ -226,7 +226,7 @@ class ScriptedProvider:
         if self.violations:
             raise self.violations[0]
         if self.remaining > 0:
-            left = ", ".join(_describe(t) for t in self.turns[self._played :])
+            left = ", ".join(describe_turn(t) for t in self.turns[self._played :])
             raise UnconsumedTurns(
                 f"{self.remaining} scripted turn(s) were never played "
                 f"(played {self._played} of {len(self.turns)}): {left}"
@@ -261,7 +261,7 @@ class ScriptedProvider:
             violation = UnexpectedModelCall(
                 f"unexpected model call #{request.index} (0-based): the script has "
                 f"{len(self.turns)} turn(s), all played; "
-                f"last message: {_summary(request.last_message)}"
+                f"last message: {summarize_message(request.last_message)}"
             )
             self.violations.append(violation)
             yield builder.start()
@@ -312,21 +312,21 @@ class ScriptedProvider:
                 text = part if isinstance(part, str) else part.text
                 index, event = builder.text_start()
                 yield event
-                for piece in _chunks(text, chunk):
+                for piece in chunk_text(text, chunk):
                     yield builder.text_delta(index, piece)
                 yield builder.text_end(index)
             elif isinstance(part, _THINKING_PARTS):
                 text = part.text if isinstance(part, ScriptedThinking) else part.thinking
                 index, event = builder.thinking_start(redacted=part.redacted)
                 yield event
-                for piece in _chunks(text, chunk):
+                for piece in chunk_text(text, chunk):
                     yield builder.thinking_delta(index, piece)
                 yield builder.thinking_end(index, part.signature)
             elif isinstance(part, ScriptedCall):
                 call_id = part.id if part.id is not None else self._new_id()
                 index, event = builder.toolcall_start(call_id, part.name)
                 yield event
-                for piece in _chunks(part.argument_text, chunk):
+                for piece in chunk_text(part.argument_text, chunk):
                     yield builder.toolcall_delta(index, piece)
                 yield builder.toolcall_end(index)
             else:
@@ -352,7 +352,7 @@ def _respond(spec: TurnLike, request: ModelRequest) -> Any:
     return spec
 
 
-async def _resolve(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
+async def resolve_turn(spec: TurnLike, request: ModelRequest) -> ScriptedTurn:
     """The turn for ``request``, awaiting an async responder (used off the hot path: the
     emulator's handler threads)."""
     value = _respond(spec, request)
@@ -370,7 +370,9 @@ def _as_turn(value: Any) -> ScriptedTurn:
     raise TypeError(f"a responder must return a ScriptedTurn or str, got {type(value).__name__}")
 
 
-def _chunks(text: str, size: int | None) -> Sequence[str]:
+def chunk_text(text: str, size: int | None) -> Sequence[str]:
+    """``text`` in pieces of ``size`` characters (one piece when ``size`` is unset): the deltas
+    a scripted turn streams, shared by the provider emulator so both split text alike."""
     if not text:
         return ()
     if not size or size <= 0 or size >= len(text):
@@ -378,7 +380,8 @@ def _chunks(text: str, size: int | None) -> Sequence[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _summary(message: Message | None) -> str:
+def summarize_message(message: Message | None) -> str:
+    """A one-line description of ``message`` for "unexpected model call" errors."""
     if message is None:
         return "(none)"
     text = getattr(message, "text", "")
@@ -387,7 +390,8 @@ def _summary(message: Message | None) -> str:
     return f"{message.role} {text!r}"
 
 
-def _describe(spec: TurnLike) -> str:
+def describe_turn(spec: TurnLike) -> str:
+    """A short description of a script entry for "turns never requested" errors."""
     if isinstance(spec, str):
         return f"text {spec[:30]!r}"
     if isinstance(spec, ScriptedTurn):
@@ -417,9 +421,13 @@ __all__ = [
     "UnexpectedModelCall",
     "aborted_turn",
     "call",
+    "chunk_text",
     "cut_turn",
+    "describe_turn",
     "error_turn",
     "raising_turn",
+    "resolve_turn",
+    "summarize_message",
     "think",
     "turn",
 ]
