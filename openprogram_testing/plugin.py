@@ -24,6 +24,9 @@ from .scripted import ScriptedProvider
 from .steering import SteeringSchedule
 from .trace import LoopTrace, render_timeline, run_loop, run_loop_sync
 
+# The YAML scenario collector lives beside this module.
+pytest_plugins = ["openprogram_testing.collect"]
+
 if TYPE_CHECKING:
     from .cassettes import CassetteSession
     from .emulator import ProviderEmulator
@@ -290,65 +293,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             title = "openprogram loop timeline (last run)"
             report.sections.append((title, render_timeline(traces[-1])))
     return report
-
-
-# -- YAML scenarios: scenario_*.yaml / *.scenario.yaml files become test items --------------------
-
-
-class ScenarioFailure(AssertionError):
-    """A scenario failed (or its file is invalid); the message is the whole readable report."""
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Collect YAML scenario files: ``scenario_*.yaml``, ``*.scenario.yaml`` (``.yml`` too) and
-    whatever the ``openprogram_scenarios`` ini option's globs match."""
-    if file_path.suffix not in (".yaml", ".yml") or "__snapshots__" in file_path.parts:
-        return None
-    from .scenarios import is_scenario_file
-
-    extra = parent.config.getini("openprogram_scenarios")
-    if not is_scenario_file(file_path, tuple(extra)):
-        return None
-    return ScenarioFile.from_parent(parent, path=file_path)
-
-
-class ScenarioFile(pytest.File):
-    """One scenario file: one test item (an invalid file becomes a failing item whose message
-    is the loader's ``file:line:column`` report)."""
-
-    def collect(self) -> Iterator[pytest.Item]:
-        from .scenarios import ScenarioError, load_scenario, scenario_stem
-
-        try:
-            scenario = load_scenario(self.path)
-        except ScenarioError as exc:
-            yield ScenarioItem.from_parent(
-                self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)
-            )
-            return
-        yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
-
-
-class ScenarioItem(pytest.Item):
-    def __init__(self, *, scenario: Any, load_error: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.scenario = scenario
-        self.load_error = load_error
-
-    def runtest(self) -> None:
-        if self.load_error is not None:
-            raise ScenarioFailure(f"invalid scenario file:\n{self.load_error}")
-        from .scenarios import run_scenario
-
-        update = bool(self.config.getoption("update_snapshots", default=False))
-        result = run_scenario(self.scenario, update_snapshots=update)
-        if not result.passed:
-            raise ScenarioFailure(result.failure_text)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, ScenarioFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"scenario: {self.name}"

@@ -1,0 +1,91 @@
+"""The YAML collector: scenario files become pytest items.
+
+``scenario_*.yaml``, ``*.scenario.yaml`` (``.yml`` too) and whatever the ``openprogram_scenarios``
+ini option's globs match are collected; each file is one item, named after the scenario.  A file
+the loader rejects is still one item, failing with the loader's ``file:line:column`` report, so a
+bad file never stops the good ones of the same directory run.  Failures are plain text (the
+failed expectations, then the timeline): no traceback of the harness.  ``openprogram-testing run``
+hands files to pytest and reads each item's ``result`` (a ``ScenarioResult``).
+
+Registered by ``openprogram_testing.plugin`` (``pytest_plugins``), so installing the package is
+enough.  Nothing heavy is imported until a scenario file is actually collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .scenarios import Scenario, ScenarioResult
+
+
+class ScenarioFailure(AssertionError):
+    """A scenario failed (or its file is invalid); the message is the whole readable report."""
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect YAML scenario files by name (see the module docstring)."""
+    if file_path.suffix not in (".yaml", ".yml") or "__snapshots__" in file_path.parts:
+        return None
+    from .scenarios import is_scenario_file
+
+    extra = parent.config.getini("openprogram_scenarios")
+    if not is_scenario_file(file_path, tuple(extra)):
+        return None
+    file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
+    return file
+
+
+class ScenarioFile(pytest.File):
+    """One scenario file: one test item (an invalid file becomes a failing item whose message
+    is the loader's ``file:line:column`` report)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .scenarios import ScenarioError, load_scenario, scenario_stem
+
+        try:
+            scenario = load_scenario(self.path)
+        except ScenarioError as exc:
+            yield ScenarioItem.from_parent(
+                self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)
+            )
+            return
+        yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario run.  ``result`` holds the ``ScenarioResult`` once the item ran (``None``
+    for a file that did not load)."""
+
+    def __init__(
+        self, *, scenario: Scenario | None, load_error: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.load_error = load_error
+        self.result: ScenarioResult | None = None
+
+    def runtest(self) -> None:
+        if self.load_error is not None or self.scenario is None:
+            raise ScenarioFailure(f"invalid scenario file:\n{self.load_error}")
+        from .scenarios import run_scenario
+
+        update = bool(self.config.getoption("update_snapshots", default=False))
+        self.result = run_scenario(self.scenario, update_snapshots=update)
+        if not self.result.passed:
+            raise ScenarioFailure(self.result.failure_text)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ScenarioFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"scenario: {self.name}"
+
+
+__all__ = ["ScenarioFailure", "ScenarioFile", "ScenarioItem"]
