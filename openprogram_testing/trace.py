@@ -14,8 +14,11 @@ result (messages, termination, model calls, undelivered messages), the requests 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
-from collections.abc import Sequence
+import time
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,17 @@ from .scripted import ModelRequest
 from .steering import Delivery, SteeringSchedule
 
 
+@dataclass(slots=True)
+class Annotation:
+    """Something that happened beneath the loop during a run (a cassette interaction replayed,
+    a fault injected into a response), placed at ``event_index``: the number of loop events
+    emitted when it happened (so it belongs just after event ``event_index - 1``)."""
+
+    event_index: int
+    kind: str
+    text: str
+
+
 @dataclass
 class LoopTrace:
     """Everything one loop run did.
@@ -68,6 +82,11 @@ class LoopTrace:
     tool_names: list[str] | None = None
     system_prompt: str | None = None
     handed_over: list[Delivery] | None = None
+    # When each event arrived (``time.perf_counter()`` seconds, parallel to ``events``) and
+    # what the transport did underneath (cassette interactions, injected faults): the HTML
+    # report shows durations and marks those at the event where they happened.
+    event_times: list[float] | None = None
+    annotations: list[Annotation] = field(default_factory=list)
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -236,14 +255,21 @@ async def run_loop(
         else (agent_loop_continue(context, config))
     )
     events: list[AgentEvent] = []
+    times: list[float] = []
+    annotations: list[Annotation] = []
+    token = _recording.set((events, annotations))
     failure: BaseException | None = None
+    clock = time.perf_counter
     try:
         async for event in stream:
             events.append(event)
+            times.append(clock())
             if schedule is not None:
                 schedule.observe(event)
     except BaseException as exc:  # re-raised below, once the trace exists
         failure = exc
+    finally:
+        _recording.reset(token)
 
     requests = list(recorded[start:]) if isinstance(recorded, list) and start is not None else None
     trace = LoopTrace.from_events(
@@ -256,8 +282,11 @@ async def run_loop(
         requests=requests,
     )
     trace.system_prompt = system_prompt
+    trace.event_times = times
+    trace.annotations = annotations
     if schedule is not None:
         trace.handed_over = list(schedule.delivered[already:])
+    announce_trace(trace)
     if failure is not None:
         try:
             failure.add_note("loop timeline:\n" + render_timeline(trace))
@@ -297,6 +326,62 @@ def run_loop_sync(
     return box["trace"]  # type: ignore[no-any-return]
 
 
+# -- announcing finished traces ------------------------------------------------------------------
+
+TraceListener = Callable[[LoopTrace], None]
+_listeners: list[TraceListener] = []
+_listeners_lock = threading.Lock()
+
+
+def add_trace_listener(listener: TraceListener) -> None:
+    """Call ``listener(trace)`` for every finished run from now on (``run_loop``, the scenario
+    runner, trace trees), so a report or a coverage count sees every run of a session without
+    each producer knowing about it.  Listeners run on the thread that finished the run."""
+    with _listeners_lock:
+        _listeners.append(listener)
+
+
+def remove_trace_listener(listener: TraceListener) -> None:
+    """Stop calling ``listener`` (a listener that is not registered is ignored)."""
+    with _listeners_lock:
+        try:
+            _listeners.remove(listener)
+        except ValueError:
+            pass
+
+
+def announce_trace(trace: LoopTrace) -> None:
+    """Hand a finished trace to every listener.  Whatever produces a ``LoopTrace`` calls this
+    once per run.  A failing listener is reported as a warning, never as the run's failure:
+    observing a run must not change its outcome."""
+    with _listeners_lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        try:
+            listener(trace)
+        except Exception as exc:
+            warnings.warn(
+                f"trace listener {listener!r} failed: {type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
+_recording: contextvars.ContextVar[tuple[list[AgentEvent], list[Annotation]] | None] = (
+    contextvars.ContextVar("openprogram_trace_recording", default=None)
+)
+
+
+def annotate(kind: str, text: str) -> None:
+    """Note on the run being recorded (if any) what happened beneath the loop right now: a
+    cassette interaction replayed, a fault injected.  A no-op outside ``run_loop``, so the
+    transport layers can call it unconditionally."""
+    current = _recording.get()
+    if current is not None:
+        events, annotations = current
+        annotations.append(Annotation(len(events), kind, text))
+
+
 def _as_prompts(prompts: Sequence[UserMessage | str] | UserMessage | str) -> list[UserMessage]:
     if isinstance(prompts, UserMessage | str):
         prompts = [prompts]
@@ -311,4 +396,16 @@ def _as_prompts(prompts: Sequence[UserMessage | str] | UserMessage | str) -> lis
     return out
 
 
-__all__ = ["LoopTrace", "render_snapshot", "render_timeline", "run_loop", "run_loop_sync"]
+__all__ = [
+    "Annotation",
+    "LoopTrace",
+    "TraceListener",
+    "add_trace_listener",
+    "annotate",
+    "announce_trace",
+    "remove_trace_listener",
+    "render_snapshot",
+    "render_timeline",
+    "run_loop",
+    "run_loop_sync",
+]
