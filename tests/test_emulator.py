@@ -1048,8 +1048,8 @@ def test_fixture_and_readme_example_in_a_pytest_run(pytester):
     turn unplayed, stops its emulator anyway, and the README's example passes."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Provider emulator"):]
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "emulator.md").read_text(encoding="utf-8")
+    section = readme
     code = section[section.index("```python\n") + 10:]
     code = code[: code.index("```")]
     pytester.makepyfile(

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_cassettes_example_runs(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "cassettes.md").read_text()
     match = re.search(r"<!-- section: cassettes -->\n\n```python\n(.*?)```", readme, re.S)
     assert match, "the cassettes section's example is missing"
     code = match.group(1)

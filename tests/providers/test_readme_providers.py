@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_providers_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "providers.md").read_text()
     section = readme.split("<!-- section: providers -->", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match, "the providers section's example is missing"

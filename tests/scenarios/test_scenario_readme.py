@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_readme_scenario_example_passes(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "scenarios.md").read_text()
     section = readme.split("<!-- section: scenarios -->", 1)[1]
     match = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert match, "the scenarios section's YAML example is missing"
