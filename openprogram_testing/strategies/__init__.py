@@ -1,0 +1,81 @@
+"""Hypothesis strategies for agent-loop runs, a reference model of the loop, and the export of a
+(shrunk) failing example to a YAML scenario file.
+
+A generated example is plain data (``GeneratedScenario``): the tools (each with a scripted
+behaviour), the model script, the steering/follow-up schedule and the loop options.  It builds
+the real objects (``ScriptedProvider``, tool dicts, ``SteeringSchedule``) and runs through the
+real loop; ``expected_outcome()`` predicts what the run must produce (termination, model calls,
+every tool result, the final text, delivered/undelivered messages), and ``scenario_to_yaml()``
+writes the example in the YAML scenario format with those predictions as its expectations, so a
+failure found by hypothesis becomes a committed regression test.
+
+The parts, one job each: ``universe`` (the small domains), ``model`` (the plain-data example),
+``oracle`` (the reference model), ``generate`` (the strategies), ``checks`` (invariants, rules,
+prediction), ``export`` (YAML and failure files), ``profiles`` (hypothesis settings).
+
+    import asyncio
+    from hypothesis import given
+    from openprogram_testing.strategies import check_run, report_failure, scenarios
+
+    RUNNER = asyncio.Runner()
+
+    @given(generated=scenarios())
+    def test_loop(generated):
+        with report_failure(generated):           # the shrunk failure is written as YAML
+            trace = generated.run_sync(runner=RUNNER)
+            check_run(generated, trace)           # invariants, exact rules, prediction
+"""
+
+from openprogram.loop import effective_cap
+
+from .checks import OutcomeMismatch, check_outcome, check_rules, check_run, outcome_problems
+from .export import failure_dir, report_failure, save_failure, scenario_to_yaml, to_scenario
+from .generate import (
+    exact_script,
+    gen_tools,
+    model_turns,
+    provider_scripts,
+    scenarios,
+    steering_schedules,
+    tool_calls,
+)
+from .model import GenCall, GeneratedScenario, GenSteering, GenTool, GenTurn
+from .oracle import Expected, ExpectedResult
+from .profiles import PROFILES, active_profile, load_profile, property_settings, register_profiles
+from .universe import TOOL_NAMES, UNKNOWN_TOOL, X_SCHEMA
+
+__all__ = [
+    "PROFILES",
+    "TOOL_NAMES",
+    "UNKNOWN_TOOL",
+    "X_SCHEMA",
+    "Expected",
+    "ExpectedResult",
+    "GenCall",
+    "GenSteering",
+    "GenTool",
+    "GenTurn",
+    "GeneratedScenario",
+    "OutcomeMismatch",
+    "active_profile",
+    "check_outcome",
+    "check_rules",
+    "check_run",
+    "effective_cap",
+    "exact_script",
+    "failure_dir",
+    "gen_tools",
+    "load_profile",
+    "model_turns",
+    "outcome_problems",
+    "property_settings",
+    "provider_scripts",
+    "register_profiles",
+    "report_failure",
+    "save_failure",
+    "scenario_to_yaml",
+    "scenarios",
+    "steering_schedules",
+    "to_scenario",
+    "tool_calls",
+]
