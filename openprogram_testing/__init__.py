@@ -6,20 +6,22 @@ Heavy dependencies (SDKs, vcrpy, hypothesis, rich) are imported only by the modu
 """
 
 from .assertions import (
-    InvariantViolation,
-    Violation,
     assert_final_text,
     assert_model_calls,
     assert_recovered,
     assert_skipped,
     assert_terminated,
     assert_tool_results,
+)
+from .cassettes import CassetteError, CassetteMismatch, CassetteSession, use_cassette
+from .emulator import EmulatorRequest, Fault, ProviderEmulator
+from .invariants import (
+    InvariantViolation,
+    Violation,
     check_invariants,
     check_rechunk_invariance,
     find_violations,
 )
-from .cassettes import CassetteError, CassetteMismatch, CassetteSession, use_cassette
-from .emulator import EmulatorRequest, Fault, ProviderEmulator
 from .scenarios import (
     Scenario,
     ScenarioError,

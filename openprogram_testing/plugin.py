@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .assertions import check_invariants
+from .invariants import check_invariants
 from .scripted import ScriptedProvider
 from .steering import SteeringSchedule
 from .trace import LoopTrace, render_timeline, run_loop, run_loop_sync
@@ -55,7 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--openprogram-no-invariants",
         action="store_true",
         default=None,
-        help="Do not check the loop invariants (SPEC §10) on every `loop_runner` run.",
+        help="Do not check the loop invariants on every `loop_runner` run.",
     )
     parser.addini(
         "openprogram_allow_model_requests",

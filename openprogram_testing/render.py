@@ -1,4 +1,4 @@
-"""Text renderings of a loop trace: a timeline for people and a normalised snapshot (SPEC §9.5).
+"""Text renderings of a loop trace: a timeline for people and a normalised snapshot.
 
 - ``render_timeline(trace)``: one numbered line per event (runs of ``message_update`` collapsed
   into one line), indented per round.  Used in assertion failure messages (invariant violations
@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from openprogram.events import (
     AgentEnd,
+    AgentEvent,
     AgentStart,
     MessageEnd,
     MessageStart,
@@ -40,8 +42,34 @@ from openprogram.types import (
     UserMessage,
 )
 
-if TYPE_CHECKING:
-    from .trace import LoopTrace
+
+class _Entry(Protocol):
+    def describe(self) -> str: ...
+
+
+class _Schedule(Protocol):
+    @property
+    def pending(self) -> Sequence[_Entry]: ...
+
+    def kind_of(self, message: UserMessage) -> str | None: ...
+
+
+class RenderableTrace(Protocol):
+    """What the renderers read of a trace (``LoopTrace`` satisfies it).  A protocol rather than
+    ``LoopTrace`` itself, so ``trace`` (which renders its failures) can import this module
+    without an import cycle."""
+
+    @property
+    def events(self) -> Sequence[AgentEvent]: ...
+    @property
+    def prompts(self) -> Sequence[UserMessage] | None: ...
+    @property
+    def schedule(self) -> _Schedule | None: ...
+    @property
+    def cap(self) -> int: ...
+    @property
+    def steering_mode(self) -> str: ...
+
 
 TIMELINE_TEXT_LIMIT = 120
 SNAPSHOT_TEXT_LIMIT = 300
@@ -69,7 +97,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 
 @dataclass
 class _Renderer:
-    trace: LoopTrace
+    trace: RenderableTrace
     snapshot: bool
     ids: dict[str, str] = field(default_factory=dict)
     lines: list[tuple[str, int, str, str]] = field(
@@ -329,7 +357,7 @@ def _rich(lines: list[tuple[str, int, str, str]]) -> str:
     return capture.get().rstrip("\n")
 
 
-def render_timeline(trace: LoopTrace, *, color: bool = False) -> str:
+def render_timeline(trace: RenderableTrace, *, color: bool = False) -> str:
     """A numbered, human-readable timeline of ``trace`` (rich-coloured with ``color=True``)."""
     lines = _Renderer(trace, snapshot=False).run()
     if color:
@@ -340,7 +368,7 @@ def render_timeline(trace: LoopTrace, *, color: bool = False) -> str:
     return _plain(lines, numbered=True)
 
 
-def render_snapshot(trace: LoopTrace) -> str:
+def render_snapshot(trace: RenderableTrace) -> str:
     """The stable, normalised text form of ``trace`` used for snapshots."""
     r = _Renderer(trace, snapshot=True)
     lines = r.run()

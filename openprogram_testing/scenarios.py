@@ -992,7 +992,7 @@ async def arun_scenario(scenario: Scenario, *, update_snapshots: bool = False) -
             failures.append(f"model script: {exc}")
     failures.extend(check_expectations(scenario, trace))
     if scenario.check_invariants:
-        from .assertions import check_invariants
+        from .invariants import check_invariants
 
         try:
             check_invariants(trace)

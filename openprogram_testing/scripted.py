@@ -1,4 +1,4 @@
-"""``ScriptedProvider``: a fake model that plays an ordered script of turns (SPEC §9.1).
+"""``ScriptedProvider``: a fake model that plays an ordered script of turns.
 
 It goes through the same ``MessageBuilder`` as the real adapters, so the event sequence the loop
 sees is the one a real stream produces.  Every request is recorded (a snapshot of the history,

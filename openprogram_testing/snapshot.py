@@ -1,4 +1,4 @@
-"""A syrupy extension that stores loop traces as readable text snapshots (SPEC §9.5).
+"""A syrupy extension that stores loop traces as readable text snapshots.
 
 Each snapshot is its own file, ``__snapshots__/<test module>/<test name>.trace.txt``, holding
 ``render_snapshot(trace)``: one line per event, indented per round, ids/usage/timestamps

@@ -1,4 +1,4 @@
-"""Deterministic steering and follow-up injection (SPEC §9.4).
+"""Deterministic steering and follow-up injection.
 
 A ``SteeringSchedule`` says *when* user messages reach a running loop::
 
@@ -114,7 +114,6 @@ class _State:
     batch_size: int = 0  # tool calls of the current round's assistant message
     last: str = ""  # kind of the last observed event that matters for polls
     round_steering: bool = False  # steering was handed over during the current batch
-    ended: bool = False
 
 
 class SteeringSchedule:
@@ -252,7 +251,6 @@ class SteeringSchedule:
         elif isinstance(event, TurnEnd):
             s.last = "turn_end"
         elif isinstance(event, AgentEnd):
-            s.ended = True
             s.last = "agent_end"
 
     # -- the hooks --------------------------------------------------------------------------

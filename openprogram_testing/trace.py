@@ -1,4 +1,4 @@
-"""Loop traces: run a loop and keep everything it did (SPEC §9.5).
+"""Loop traces: run a loop and keep everything it did.
 
 ``run_loop`` drives the real ``agent_loop`` with any provider (scripted, an emulator-backed
 adapter, a cassette-backed adapter) and returns a ``LoopTrace``: every event in order, the run

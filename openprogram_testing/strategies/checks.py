@@ -124,7 +124,7 @@ def check_rules(generated: GeneratedScenario, trace: LoopTrace) -> None:
 def check_run(generated: GeneratedScenario, trace: LoopTrace) -> None:
     """Everything the property suite checks on one run: the loop invariants
     (``check_invariants``), ``check_rules`` and ``check_outcome``."""
-    from ..assertions import check_invariants
+    from ..invariants import check_invariants
 
     check_invariants(trace)
     check_rules(generated, trace)

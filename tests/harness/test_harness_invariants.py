@@ -416,8 +416,29 @@ def test_only_selects_invariants_and_rejects_unknown_numbers() -> None:
     _, events = simple_run()
     trace = LoopTrace.from_events(events, cap=1)
     check_invariants(trace, only=[1, 2])
+    check_invariants(trace, only=["run_starts_and_ends_once", "events_pair_up"])
     with pytest.raises(ValueError, match="10 is check_rechunk_invariance"):
         check_invariants(trace, only=[10])
+    with pytest.raises(ValueError, match="no single-trace invariant 'no_such_rule'"):
+        check_invariants(trace, only=["no_such_rule"])
+    with pytest.raises(InvariantViolation, match="model_calls_within_cap"):
+        check_invariants(trace, only=["model_calls_within_cap"])
+
+
+def test_each_rule_is_a_public_check_named_for_what_it_checks() -> None:
+    import openprogram_testing.invariants as invariants
+
+    single = [rule for rule in invariants.INVARIANTS if rule.check is not None]
+    assert [rule.number for rule in invariants.INVARIANTS] == list(range(1, 11))
+    for rule in single:
+        assert getattr(invariants, rule.name) is rule.check  # a public function, not _invN
+        assert not rule.name.startswith("_") and rule.name in invariants.__all__
+    _, events = simple_run()
+    broken = LoopTrace.from_events(events[1:])
+    (violation, *_) = invariants.run_starts_and_ends_once(broken)
+    assert violation.rule == "run_starts_and_ends_once" and violation.invariant == 1
+    assert str(violation).startswith("invariant 1 (run_starts_and_ends_once: exactly one")
+    assert invariants.skipped_calls_follow_steering(RUNS["steer_skip"]) == []
 
 
 # -- invariant 10 ------------------------------------------------------------------------------
@@ -450,7 +471,7 @@ def test_rechunk_invariance_failure_names_invariant_10_and_shows_a_diff() -> Non
         check_rechunk_invariance(make, "hi", chunk_sizes=(None, 3))
     text = str(info.value)
     assert info.value.invariant == 10
-    assert "invariant 10 (re-chunking" in text
+    assert "invariant 10 (rechunking_keeps_final_messages: re-chunking" in text
     assert "chunk_size=3 differ from chunk_size=None" in text
     assert '-   "text": "chunked by None",' in text and '+   "text": "chunked by 3",' in text
     with pytest.raises(ValueError, match="at least one chunk size"):

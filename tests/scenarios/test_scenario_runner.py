@@ -123,13 +123,13 @@ def test_model_script_strictness_unplayed_and_unexpected_calls() -> None:
 
 
 def test_invariants_are_checked_unless_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
-    import openprogram_testing.assertions as assertions
+    import openprogram_testing.invariants as invariants
 
     def broken(trace: Any) -> None:
-        violation = assertions.Violation(4, "a ToolCall without result", (7,))
-        raise assertions.InvariantViolation([violation], timeline="TIMELINE")
+        violation = invariants.Violation(4, "a ToolCall without result", (7,))
+        raise invariants.InvariantViolation([violation], timeline="TIMELINE")
 
-    monkeypatch.setattr(assertions, "check_invariants", broken)
+    monkeypatch.setattr(invariants, "check_invariants", broken)
     checked = run(script=["hi"])
     (failure,) = checked.failures
     assert failure.startswith("loop invariant 4 violated:\n  - invariant 4 (")
