@@ -267,7 +267,9 @@ def test_bad_input_gets_clear_errors(tmp_path: Path) -> None:
         with use_cassette(tmp_path / "bad.yaml"):
             pass
     (tmp_path / "odd.yaml").write_text("just: a mapping\n")
-    with pytest.raises(CassetteError, match="is not a vcrpy cassette"):
+    with pytest.raises(
+        CassetteError, match="not a known cassette shape: expected a vcrpy cassette"
+    ):
         with use_cassette(tmp_path / "odd.yaml"):
             pass
     with pytest.raises(CassetteError, match="record_mode must be one of none, once"):

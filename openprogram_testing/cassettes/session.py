@@ -1,0 +1,488 @@
+"""The open cassette: record or replay the HTTP traffic of a ``with`` block.
+
+``use_cassette(path)`` patches the HTTP clients the official SDKs use (vcrpy patches ``httpx``,
+``httpx2``, botocore's urllib3 connections and ``requests``) so requests are answered from a
+cassette file (:mod:`.files` lists the shapes accepted):
+
+- **Record modes** ``none`` (default: replay only; an unmatched request fails at once with a
+  message saying why, nothing reaches the network), ``once``, ``new_episodes``, ``all`` (vcrpy's
+  meanings).  Recording needs ``openprogram.providers.guard`` to allow real requests.
+- **In-order playback**: the first *unplayed* matching interaction is served, so identical
+  retried requests get their recorded 429 → 529 → 200 sequence (:mod:`.matching` says what
+  matches).  Interactions left unplayed fail at exit unless ``allow_unplayed=True``.
+- **Secrets never reach a file** (:mod:`.redaction`); the cassette is scanned before it is
+  written and a leak fails the recording with nothing written.
+- **Fault mutations** (:mod:`openprogram_testing.faults`) apply at playback to the recorded
+  bodies (gzip is decoded first).
+- **Answers the emulator made up** (past the end of its script, marked with the response header
+  ``x-emulator-script-exhausted: true``) raise a :class:`ScriptExhaustedWarning` when recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import gzip
+import os
+import warnings
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ..faults import FaultError, MutableResponse, Mutation, apply_mutations
+from . import vcr_internals
+from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
+from .files import Serializer, decoded_body, headers_as_lists
+from .matching import (
+    MISSING,
+    ROUTE_MATCHERS,
+    body_matches,
+    first_json_difference,
+    parse_json,
+    requests_match,
+    show,
+)
+from .redaction import RedactionRules, Redactor
+
+__all__ = [
+    "EXHAUSTED_HEADER",
+    "RECORD_MODES",
+    "CassetteSession",
+    "MutationSpec",
+    "RecordMode",
+    "use_cassette",
+]
+
+RecordMode = Literal["none", "once", "new_episodes", "all"]
+RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
+
+#: The response header the loopback emulator puts on every answer past the end of its script.
+EXHAUSTED_HEADER = "x-emulator-script-exhausted"
+
+MutationSpec = Sequence[Mutation] | Mapping[int, Sequence[Mutation]]
+
+
+class CassetteSession:
+    """An open cassette (what ``use_cassette`` yields and the ``cassette`` fixture returns).
+
+    ``interactions`` is the number of interactions, ``played`` the indices served in order,
+    ``mismatches`` the messages of requests that matched nothing."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        record_mode: str = "none",
+        match_body: bool = False,
+        allow_unplayed: bool = False,
+        mutations: MutationSpec = (),
+        redact_values: Sequence[str] = (),
+        redaction: RedactionRules | None = None,
+        redact_headers: Sequence[str] = (),
+        redact_query_params: Sequence[str] = (),
+        redact_fields: Sequence[str] = (),
+    ) -> None:
+        if record_mode not in RECORD_MODES:
+            raise CassetteError(
+                f"record_mode must be one of {', '.join(RECORD_MODES)}; got {record_mode!r}"
+            )
+        self.path = Path(path)
+        if not self.path.suffix:
+            self.path = self.path.with_suffix(".yaml")
+        if self.path.suffix.lower() == ".har" and record_mode != "none":
+            raise CassetteError(
+                f"{self.path}: HAR files are replayed, never recorded into; record into a "
+                ".yaml cassette (record_mode must be 'none' here)"
+            )
+        self.record_mode = record_mode
+        self.match_body = match_body
+        self.allow_unplayed = allow_unplayed
+        self.mutations = _check_mutations(mutations)
+        try:
+            rules = (redaction or RedactionRules()).extended(
+                headers=redact_headers, query_params=redact_query_params, body_fields=redact_fields
+            )
+        except TypeError as exc:
+            raise CassetteError(f"redaction names: {exc}") from None
+        self.redactor = Redactor(rules, [v for v in redact_values if isinstance(v, str) and v])
+        self.played: list[int] = []
+        self.mismatches: list[str] = []
+        self.loading = False
+        self._recorded = 0
+        self._exhausted: list[str] = []
+        self._vcr_cassette: Any = None
+        self._stack: contextlib.ExitStack | None = None
+
+    # ---- public views
+    @property
+    def interactions(self) -> int:
+        return len(self._vcr_cassette.data) if self._vcr_cassette is not None else 0
+
+    def rewind(self, *, mutations: MutationSpec | None = None) -> None:
+        """Mark every interaction unplayed again (and optionally swap the mutations), so one
+        open cassette can replay the same recording many times: cheaper than reopening it, e.g.
+        when sweeping a fault over every frame."""
+        if self._vcr_cassette is None:
+            raise CassetteError("rewind() needs an open cassette (inside `with use_cassette(...)`)")
+        if mutations is not None:
+            self.mutations = _check_mutations(mutations)
+        self._vcr_cassette.rewind()
+        self.played.clear()
+        self.mismatches.clear()
+
+    @property
+    def unplayed(self) -> list[int]:
+        if self._vcr_cassette is None:
+            return []
+        counts = vcr_internals.play_counts(self._vcr_cassette)
+        return [i for i in range(vcr_internals.loaded_count(self._vcr_cassette)) if not counts[i]]
+
+    @property
+    def replay_only(self) -> bool:
+        """Whether every request must come from the file (nothing may be recorded)."""
+        return bool(self._vcr_cassette is not None and self._vcr_cassette.write_protected)
+
+    # ---- context management
+    def __enter__(self) -> CassetteSession:
+        from vcr.record_mode import RecordMode as VcrRecordMode
+
+        if self.record_mode == "none" and not self.path.is_file():
+            raise CassetteError(
+                f"cassette {self.path} not found and record_mode='none' never records. Record it "
+                "once against the real API or the emulator with record_mode='once' (pytest: "
+                "--openprogram-record-mode=once)."
+            )
+        vcr_internals.install_playback_hook()
+        cls = vcr_internals.make_cassette_class(self)
+        match_on = [*ROUTE_MATCHERS, *([body_matches] if self.match_body else [])]
+        context = cls.use(
+            path=str(self.path),
+            serializer=Serializer(self.path, self._scan_for_leaks),
+            record_mode=VcrRecordMode(self.record_mode),
+            match_on=match_on,
+            before_record_request=self._before_record_request,
+            before_record_response=self._before_record_response,
+            allow_playback_repeats=False,
+        )
+        self._stack = contextlib.ExitStack()
+        try:
+            self._vcr_cassette = self._stack.enter_context(context)
+            self._enter_guard()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._stack is not None
+        try:
+            vcr_internals.save(self._vcr_cassette)  # recording modes; a leak raises here
+        except BaseException:
+            self._stack.close()
+            raise
+        self._stack.close()  # unpatches
+        if self._exhausted:
+            warnings.warn(
+                ScriptExhaustedWarning(
+                    f"cassette {self.path} recorded {len(self._exhausted)} answer(s) the "
+                    "provider emulator gave after its script ran out (response header "
+                    f"{EXHAUSTED_HEADER}: true): {'; '.join(self._exhausted)}. They are the "
+                    "emulator's fallback, not a real provider's answers; give the emulator more "
+                    "turns or re-record against the real API."
+                ),
+                stacklevel=2,
+            )
+        if exc_type is not None:
+            if self.mismatches and exc is not None and not isinstance(exc, CassetteError):
+                exc.add_note(f"(cassette) a request could not be answered: {self.mismatches[0]}")
+            return
+        if self.mismatches:
+            raise CassetteError(
+                "a request could not be answered from the cassette (the error was caught by "
+                "the code under test):\n" + self.mismatches[0]
+            )
+        if self.record_mode != "all" and not self.allow_unplayed and self.unplayed:
+            raise CassetteError(self._explain_unplayed())
+
+    def _enter_guard(self) -> None:
+        """Let real adapters through the real-call guard while requests are answered from the
+        cassette (and, when recording, for the real requests)."""
+        from openprogram.providers import guard
+
+        assert self._stack is not None
+        self._stack.enter_context(guard.replaying())
+
+    # ---- recording hooks (vcrpy also runs the request hook on every request it matches)
+    def _before_record_request(self, request: Any) -> Any:
+        request = copy.copy(request)  # the caller's request stays as it is
+        request.headers = self.redactor.headers(dict(request.headers.items()))
+        request.uri = self.redactor.uri(request.uri)
+        body = request.body
+        if isinstance(body, bytes) and body:
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                redacted = self.redactor.body(text)
+                if redacted != text:
+                    request.body = redacted
+        return request
+
+    def _before_record_response(self, response: dict[str, Any]) -> dict[str, Any]:
+        if self.loading:
+            return response  # recordings are served as they are
+        from vcr.filters import decode_response
+
+        response["headers"] = headers_as_lists(response.get("headers") or {})
+        response = decode_response(response)
+        response["headers"] = self.redactor.headers(response.get("headers") or {})
+        body = response.get("body", {}).get("string")
+        if isinstance(body, bytes):
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                redacted = self.redactor.body(text)
+                if redacted != text:
+                    response["body"]["string"] = redacted.encode("utf-8")
+                    for name in response["headers"]:
+                        if name.lower() == "content-length":
+                            response["headers"][name] = [str(len(response["body"]["string"]))]
+        self._recorded += 1
+        for name, values in response["headers"].items():
+            if name.lower() == EXHAUSTED_HEADER and any(v.strip() == "true" for v in values):
+                code = response.get("status", {}).get("code")
+                self._exhausted.append(f"#{self.interactions} (status {code})")
+        return response
+
+    def _scan_for_leaks(self, data: dict[str, Any]) -> None:
+        """Refuse to write a secret: every interaction recorded in this session is checked for
+        credential-named headers, parameters and fields, key shapes and every value redacted
+        anywhere in the session.  (Interactions loaded from the file are written back as
+        they were: they are on disk already.)"""
+        interactions = data.get("interactions", [])
+        first_new = max(0, len(interactions) - self._recorded)
+        for index in range(first_new, len(interactions)):
+            interaction = interactions[index]
+            for side in ("request", "response"):
+                part = interaction.get(side, {})
+                places: list[tuple[str, str | None, bool]] = []
+                if side == "request":
+                    places.append(("uri", str(part.get("uri")), True))
+                    places.append(("body", decoded_body(part.get("body")), False))
+                else:
+                    body = part.get("body", {})
+                    places.append(("body", decoded_body(body.get("string")), False))
+                for name, values in (part.get("headers") or {}).items():
+                    if self.redactor.rules.is_secret_header(str(name)):
+                        raise CassetteLeakError(
+                            f"refusing to write {self.path}: interaction {index} {side} still "
+                            f"has the credential header {name!r}"
+                        )
+                    for value in values if isinstance(values, list) else [values]:
+                        places.append((f"header {name}", decoded_body(value), False))
+                for where, text, is_uri in places:
+                    if text is None:
+                        continue
+                    leak = (
+                        self.redactor.leak_in_uri(text) if is_uri else self.redactor.leak_in(text)
+                    )
+                    if leak:
+                        raise CassetteLeakError(
+                            f"refusing to write {self.path}: interaction {index} {side} {where} "
+                            f"contains {leak}. Nothing was written; pass the value in "
+                            "redact_values=[...] (or its name in redact_fields / "
+                            "redact_headers / redact_query_params) or report the shape as a "
+                            "redaction bug."
+                        )
+
+    # ---- playback (called by the cassette class for every client)
+    def serve(self, index: int, recorded: dict[str, Any], uri: str) -> dict[str, Any]:
+        """The response to send for interaction ``index``: the recording with this session's
+        mutations applied, as vcrpy's response dict plus ``_pieces`` (delays and bytes) and
+        ``_disconnect`` for the httpx stream."""
+        self.played.append(index)
+        mutations = self._mutations_for(index)
+        body = recorded["body"]["string"]
+        if body is None:
+            body = b""
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        response = MutableResponse(
+            status=int(recorded["status"]["code"]),
+            reason=str(recorded["status"].get("message") or ""),
+            headers=headers_as_lists(recorded.get("headers") or {}),
+            body=body,
+            path=urlsplit(uri).path,
+        )
+        if mutations:
+            _decompress(response)
+            with contextlib.suppress(UnicodeDecodeError):
+                response.body = response.body_bytes().decode("utf-8")
+            try:
+                apply_mutations(response, mutations)
+            except FaultError as exc:
+                error = CassetteError(f"cassette {self.path}, interaction {index}: {exc}")
+                self.mismatches.append(str(error))
+                raise error from None
+        pieces = response.pieces() if mutations else [(0.0, response.body_bytes())]
+        return {
+            "status": {"code": response.status, "message": response.reason},
+            "headers": response.headers,
+            "body": {"string": b"".join(chunk for _, chunk in pieces)},
+            "_pieces": pieces,
+            "_disconnect": response.disconnect,
+        }
+
+    def note_mismatch(self, message: str) -> None:
+        self.mismatches.append(message)
+
+    def _mutations_for(self, index: int) -> list[Mutation]:
+        if isinstance(self.mutations, Mapping):
+            return list(self.mutations.get(index, ()))
+        return list(self.mutations)
+
+    # ---- messages
+    def _describe(self, index: int) -> str:
+        request, response = self._vcr_cassette.data[index]
+        code = response.get("status", {}).get("code") if isinstance(response, dict) else "?"
+        return f"#{index} {request.method} {request.uri} -> {code}"
+
+    def explain_mismatch(self, request: Any) -> str:
+        cassette = self._vcr_cassette
+        if cassette is None:  # pragma: no cover - only during loading
+            return f"cassette {self.path}: no match for {request.method} {request.uri}"
+        request = self._before_record_request(request)
+        head = (
+            f"cassette {self.path} (record_mode={self.record_mode!r}) has no unplayed "
+            f"interaction for {request.method} {request.uri}"
+        )
+        route = [
+            i for i, (stored, _) in enumerate(cassette.data) if requests_match(request, stored)
+        ]
+        counts = vcr_internals.play_counts(cassette)
+        unplayed = [i for i in route if not counts[i]]
+        if unplayed and self.match_body:
+            index = unplayed[0]
+            stored = cassette.data[index][0]
+            a, b = parse_json(stored.body), parse_json(request.body)
+            if a is not MISSING and b is not MISSING:
+                found = first_json_difference(a, b)
+                if found:
+                    where, old, new = found
+                    return (
+                        f"{head}: the body differs from interaction {index} (the next unplayed "
+                        f"one for this route) at {where}: recorded {show(old)}, got {show(new)}"
+                    )
+            return f"{head}: the body differs from interaction {index} (bodies are not JSON)"
+        if route:
+            return (
+                f"{head}: all {len(route)} recorded interaction(s) for this route were already "
+                f"played ({', '.join(f'#{i}' for i in route)}); the code made more requests "
+                "than were recorded. Re-record with record_mode='all' if the behaviour changed."
+            )
+        recorded = "\n".join(f"  {self._describe(i)}" for i in range(len(cassette.data)))
+        return (
+            f"{head}: nothing in it has this method + host + path. Recorded:\n"
+            + (recorded or "  (no interactions)")
+            + "\nNo request reaches the network while replaying."
+        )
+
+    def _explain_unplayed(self) -> str:
+        unplayed = self.unplayed
+        total = vcr_internals.loaded_count(self._vcr_cassette)
+        lines = "\n".join(f"  {self._describe(i)}" for i in unplayed)
+        return (
+            f"cassette {self.path}: {len(unplayed)} of {total} recorded interaction(s) were "
+            f"never played:\n{lines}\nThe code made fewer requests than were recorded. Pass "
+            "allow_unplayed=True (pytest: @pytest.mark.op_cassette(..., allow_unplayed=True)) "
+            "if that is expected."
+        )
+
+
+def _decompress(response: MutableResponse) -> None:
+    encoding = (response.header("content-encoding") or "").lower().strip()
+    data = response.body_bytes()
+    if encoding in ("gzip", "x-gzip") or data[:2] == b"\x1f\x8b":
+        try:
+            response.body = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise CassetteError(f"a gzip body could not be decompressed: {exc}") from None
+    elif encoding == "deflate":
+        try:
+            response.body = zlib.decompress(data)
+        except zlib.error:
+            try:
+                response.body = zlib.decompress(data, -zlib.MAX_WBITS)
+            except zlib.error as exc:
+                raise CassetteError(f"a deflate body could not be decompressed: {exc}") from None
+    elif encoding:
+        return
+    response.set_header("content-encoding", None)
+    if response.header("content-length") is not None:
+        response.set_header("content-length", str(len(response.body_bytes())))
+
+
+def _check_mutations(mutations: MutationSpec) -> MutationSpec:
+    items: list[Any]
+    if isinstance(mutations, Mapping):
+        for key in mutations:
+            if not isinstance(key, int) or key < 0:
+                raise CassetteError(f"mutations keys are 0-based interaction indices; got {key!r}")
+        items = [m for ms in mutations.values() for m in ms]
+    else:
+        items = list(mutations)
+    for mutation in items:
+        if not isinstance(mutation, Mutation):
+            raise CassetteError(
+                f"{mutation!r} is not a fault mutation; use openprogram_testing.faults "
+                "(TruncateAfter, DropTerminal, CorruptFrame, GarbleToolArguments, HttpError, "
+                "InjectError, Stall, Rechunk)"
+            )
+    return mutations if isinstance(mutations, Mapping) else list(items)
+
+
+def use_cassette(
+    path: str | os.PathLike[str],
+    *,
+    record_mode: str = "none",
+    match_body: bool = False,
+    allow_unplayed: bool = False,
+    mutations: MutationSpec = (),
+    redact_values: Sequence[str] = (),
+    redaction: RedactionRules | None = None,
+    redact_headers: Sequence[str] = (),
+    redact_query_params: Sequence[str] = (),
+    redact_fields: Sequence[str] = (),
+) -> CassetteSession:
+    """Replay (or record) the HTTP traffic inside the ``with`` block from the cassette at ``path``
+    (``.yaml`` added when there is no suffix; ``.har`` files replay only).
+
+    ``mutations`` is a list of :mod:`openprogram_testing.faults` mutations applied to every
+    played response, or ``{interaction_index: [mutations]}`` to address single interactions.
+    ``redact_values`` are extra secret values to keep out of the file; ``redact_headers``,
+    ``redact_query_params`` and ``redact_fields`` add credential names (glob patterns) to the
+    defaults, ``redaction`` replaces the default rules altogether.
+    """
+    return CassetteSession(
+        path,
+        record_mode=record_mode,
+        match_body=match_body,
+        allow_unplayed=allow_unplayed,
+        mutations=mutations,
+        redact_values=redact_values,
+        redaction=redaction,
+        redact_headers=redact_headers,
+        redact_query_params=redact_query_params,
+        redact_fields=redact_fields,
+    )
