@@ -4,6 +4,7 @@ Each round the model returns one assistant message; tool calls in it are execute
 their results fed back; a text-only message finishes the run.  See ``openprogram.loop``.
 """
 
+from ._sync import run_sync
 from .cancel import CancelledRun, CancelToken
 from .events import (
     AgentEnd,
@@ -20,7 +21,7 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
-from .functions import Function, agentic_function, function
+from .functions import Function
 from .loop import (
     MAX_INNER_ITERATIONS,
     AgentContext,
@@ -31,7 +32,8 @@ from .loop import (
     effective_cap,
 )
 from .providers.base import Context, MessageBuilder, Provider, StreamOptions
-from .registry import Registry, default_registry
+from .registry import Registry, agentic_function, default_registry, function
+from .runs import PollPoint, RunInfo
 from .runtime import DecisionError, ProviderError, RunRecord, Runtime
 from .tools import AgentTool, ToolError, ToolResult, as_agent_tool
 from .types import (
@@ -74,9 +76,11 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "PollPoint",
     "Provider",
     "ProviderError",
     "Registry",
+    "RunInfo",
     "RunRecord",
     "Runtime",
     "StopReason",
@@ -104,4 +108,5 @@ __all__ = [
     "default_registry",
     "effective_cap",
     "function",
+    "run_sync",
 ]

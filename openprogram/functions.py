@@ -24,7 +24,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from functools import cache
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from .tools import AgentTool, ValidationProblem, is_async_callable, json_schema_validator
 from .types import ToolSpec
@@ -37,7 +37,7 @@ INJECTED_PARAMETERS = frozenset({"runtime", "on_update", "cancel", "tool_call_id
 
 _LOOP_EXTRAS = ("tool_call_id", "cancel", "on_update")
 
-_current_runtime: ContextVar[Any] = ContextVar("openprogram_current_runtime", default=None)
+current_runtime: ContextVar[Any] = ContextVar("openprogramcurrent_runtime", default=None)
 """The ``Runtime`` whose ``exec`` is running the current tool (set by ``openprogram.runtime``);
 read when an ``@agentic_function`` that declares ``runtime`` is executed as a tool."""
 
@@ -174,7 +174,7 @@ class Function:
         name, required = self.name, self._runtime_required
 
         def execute(arguments: dict[str, Any], **extras: Any) -> Any:
-            runtime = _current_runtime.get()
+            runtime = current_runtime.get()
             if runtime is None:
                 if required:
                     raise RuntimeError(
@@ -201,81 +201,6 @@ class Function:
             and p.default is inspect.Parameter.empty
             and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         ]
-
-
-# -- decorators ----------------------------------------------------------------------------------
-
-
-@overload
-def function(fn: Callable[..., Any], /) -> Function: ...
-@overload
-def function(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    exposed: bool = True,
-    unsafe_for: Iterable[str] = (),
-    toolsets: Iterable[str] = (),
-    registry: Any = None,
-) -> Callable[[Callable[..., Any]], Function]: ...
-def function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-    """Make ``fn`` a tool and register it (bare ``@function`` or ``@function(name=..., ...)``).
-
-    Options: ``name``, ``description``, ``parameters`` (explicit JSON Schema), ``exposed``
-    (default ``True``: part of the ``"full"`` toolset), ``unsafe_for`` (sources, e.g.
-    ``("sms",)``, that must not be offered this tool), ``toolsets`` (named toolsets to join),
-    ``registry`` (default: the shared ``openprogram.registry.default_registry``).
-    """
-    return _decorate(fn, options, agentic=False)
-
-
-@overload
-def agentic_function(fn: Callable[..., Any], /) -> Function: ...
-@overload
-def agentic_function(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    exposed: bool = True,
-    unsafe_for: Iterable[str] = (),
-    toolsets: Iterable[str] = (),
-    registry: Any = None,
-) -> Callable[[Callable[..., Any]], Function]: ...
-def agentic_function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-    """Like ``@function``, for a function that thinks with the model: if it declares a
-    ``runtime`` parameter, the running ``Runtime`` is injected when the model calls it, and a
-    ``runtime.exec(...)`` inside opens a nested layer of the loop."""
-    return _decorate(fn, options, agentic=True)
-
-
-_OPTIONS = frozenset(
-    {"name", "description", "parameters", "exposed", "unsafe_for", "toolsets", "registry"}
-)
-
-
-def _decorate(fn: Callable[..., Any] | None, options: dict[str, Any], *, agentic: bool) -> Any:
-    unknown = set(options) - _OPTIONS
-    if unknown:
-        raise TypeError(f"unknown decorator option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}")
-
-    def wrap(target: Callable[..., Any]) -> Function:
-        from .registry import default_registry
-
-        registry = options.get("registry")
-        if registry is None:
-            registry = default_registry
-        kwargs = {k: v for k, v in options.items() if k != "registry"}
-        wrapped = Function(target, agentic=agentic, **kwargs)
-        registry.register(wrapped)
-        return wrapped
-
-    if fn is None:
-        return wrap
-    if options:
-        raise TypeError("pass options as @function(name=...), not together with the function")
-    return wrap(fn)
 
 
 # -- docstrings ----------------------------------------------------------------------------------
@@ -450,7 +375,5 @@ def _pydantic_validator(
 __all__ = [
     "INJECTED_PARAMETERS",
     "Function",
-    "agentic_function",
-    "function",
     "parse_docstring",
 ]

@@ -1,4 +1,4 @@
-"""The tool-calling loop (SPEC §4, §5): the whole mechanism, top to bottom.
+"""The tool-calling loop: the whole mechanism, top to bottom.
 
 Each round the provider streams one assistant message.  Tool calls in it are executed in order
 and their results appended to the history; then the model is asked again.  A message with no
@@ -14,9 +14,18 @@ Guarantees (each tested):
   never run;
 - no steering/follow-up message is lost: the loop polls the hooks only when it can still deliver
   what they return, and messages a tool batch handed back in the final round are reported as
-  ``undelivered``.
+  ``undelivered``;
+- a steering/follow-up source that raises ends the run like a failure of the loop itself: the
+  open batch is closed (remaining calls answered ``Cancelled``), ``turn_end`` and
+  ``agent_end(termination="error")`` are emitted (``"aborted"`` for a ``BaseException``), what
+  it handed over earlier is reported ``undelivered``, then the exception is re-raised;
+- a cancel token fired during a call (by the tool itself, say) stops the rest of the batch: the
+  remaining calls are answered ``Cancelled`` and the run ends ``aborted``.
 
-Hot path (issue #8 budgets, measured with ``python -m bench``): the history is one list appended
+Steering/follow-up sources that declare a positional parameter receive a ``PollPoint`` (where the
+loop polls); that is decided once per run (``openprogram.runs.wants_poll_point``).
+
+Hot path (budgets measured with ``python -m bench``): the history is one list appended
 in place (never copied); tools are normalised once per run and their validators compiled once
 per schema; a plain sync tool is called directly; a round's two phases (stream the assistant
 message, run its tool calls) are written inline in ``_run_loop`` because a helper generator per
@@ -27,14 +36,18 @@ dataclasses (``openprogram._model``).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Literal, TypeAlias
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any, Literal
 
-from .cancel import CancelToken
+from .calls import RunState, invoke, prepare, settle, source_failed
+from .config import (
+    MAX_INNER_ITERATIONS,
+    AgentContext,
+    LoopConfig,
+    SteeringMode,
+    effective_cap,
+)
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -45,20 +58,20 @@ from .events import (
     MessageUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
-    ToolExecutionUpdate,
     TurnEnd,
     TurnStart,
 )
-from .providers.base import Context, Provider, StreamOptions, ToolChoice, error_text
-from .tools import (
+from .providers.base import error_text
+from .runs import MessageSource, PollPoint, wants_poll_point
+from .texts import (
+    ABORTED_TEXT,
     CANCELLED_TEXT,
+    NOT_CALLED_TEXT,
     SKIPPED_TEXT,
-    AgentTool,
-    error_result,
-    make_result,
-    normalize_tools,
-    validation_failed_text,
+    SOURCE_FAILED_PREFIX,
+    STREAM_ENDED_TEXT,
 )
+from .tools import AgentTool, error_result, normalize_tools
 from .types import (
     AssistantMessage,
     Message,
@@ -67,57 +80,6 @@ from .types import (
     ToolResultMessage,
     UserMessage,
 )
-
-MAX_INNER_ITERATIONS = 50
-"""Hard cap on model calls per run, against idle spinning."""
-
-STREAM_ENDED_TEXT = "stream ended without a final event"
-ABORTED_TEXT = "Request was aborted"
-
-MessageSource: TypeAlias = Callable[
-    [], "Awaitable[Sequence[UserMessage | str]] | Sequence[UserMessage | str]"
-]
-SteeringMode: TypeAlias = Literal["skip", "after_batch"]
-
-
-@dataclass(slots=True)
-class AgentContext:
-    """The conversation a run works on.  ``messages`` is appended in place by the run."""
-
-    system_prompt: str | None = None
-    messages: list[Message] = field(default_factory=list)
-    tools: Sequence[Any] = ()
-
-
-@dataclass(slots=True)
-class LoopConfig:
-    """How a run talks to its provider and to the outside world.
-
-    ``get_steering_messages``/``get_follow_up_messages`` may be sync or async and return user
-    messages (or plain strings).  ``steering_mode="skip"`` (default) skips the rest of a tool batch
-    when steering arrives mid-batch; ``"after_batch"`` finishes the batch first.
-    """
-
-    provider: Provider
-    model: str = ""
-    max_iterations: int | None = None
-    get_steering_messages: MessageSource | None = None
-    get_follow_up_messages: MessageSource | None = None
-    tool_choice: ToolChoice | None = None
-    parallel_tool_calls: bool | None = None
-    cancel: CancelToken | None = None
-    tool_timeout_s: float | None = None
-    steering_mode: SteeringMode = "skip"
-    max_tokens: int | None = None
-    temperature: float | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
-def effective_cap(max_iterations: int | None) -> int:
-    """``None`` → 50; otherwise ``max(1, min(50, max_iterations))``."""
-    if max_iterations is None:
-        return MAX_INNER_ITERATIONS
-    return max(1, min(MAX_INNER_ITERATIONS, int(max_iterations)))
 
 
 class AgentStream(EventStream[AgentEvent, list[Message]]):
@@ -168,48 +130,6 @@ def agent_loop_continue(context: AgentContext, config: LoopConfig) -> AgentStrea
     return stream
 
 
-class _Run:
-    """Mutable state of one run, shared by the loop and its helpers (``_prepare``, ``_invoke``)."""
-
-    __slots__ = (
-        "aborted",
-        "config",
-        "context",
-        "new_messages",
-        "options",
-        "provider_context",
-        "reraise",
-        "steering",
-        "tools",
-    )
-
-    def __init__(self, context: AgentContext, tools: list[AgentTool], config: LoopConfig) -> None:
-        self.config = config
-        self.context = context
-        self.tools = {t.name: t for t in tools}
-        self.provider_context = Context(
-            system_prompt=context.system_prompt,
-            messages=context.messages,
-            tools=[t.spec for t in tools],
-        )
-        self.options = StreamOptions(
-            tool_choice=config.tool_choice,
-            parallel_tool_calls=config.parallel_tool_calls,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-            cancel=config.cancel,
-            extras=config.extras,
-        )
-        self.new_messages: list[Message] = []
-        self.steering: list[UserMessage] = []
-        self.aborted = False
-        self.reraise: BaseException | None = None
-
-    def append(self, message: Message) -> None:
-        self.context.messages.append(message)
-        self.new_messages.append(message)
-
-
 async def _run_loop(
     stream: AgentStream,
     prompts: list[UserMessage],
@@ -217,10 +137,18 @@ async def _run_loop(
     tools: list[AgentTool],
     config: LoopConfig,
 ) -> AsyncGenerator[AgentEvent, None]:
-    run = _Run(context, tools, config)
+    run = RunState(context, tools, config)
     provider = config.provider
     cancel = config.cancel
-    poll_steering = config.get_steering_messages is not None
+    steering_source = config.get_steering_messages
+    follow_up_source = config.get_follow_up_messages
+    poll_steering = steering_source is not None
+    # Decided once per run: a source without a parameter is called bare (no PollPoint built).
+    steering_point = wants_poll_point(steering_source)
+    follow_up_point = wants_poll_point(follow_up_source)
+    run_info = config.run_info
+    depth = run_info.depth if run_info is not None else 0
+    executed_calls = 0
     skip_mode = config.steering_mode == "skip"
     cap = effective_cap(config.max_iterations)
     termination: Termination = "completed"
@@ -237,7 +165,27 @@ async def _run_loop(
             yield MessageStart(prompt)
             run.append(prompt)
             yield MessageEnd(prompt)
-        pending = await _poll(config.get_steering_messages)
+        try:
+            pending = await _poll(
+                steering_source,
+                PollPoint("steering", 0, None, 0, 0, False, depth, run_info)
+                if steering_point
+                else None,
+            )
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            # Round 0 is open: close it with an error message no model produced, then end.
+            failed = AssistantMessage(
+                stop_reason="error" if isinstance(exc, Exception) else "aborted",
+                error_message=SOURCE_FAILED_PREFIX + error_text(exc),
+                model=config.model,
+            )
+            yield MessageStart(failed)
+            run.append(failed)
+            yield MessageEnd(failed)
+            yield TurnEnd(failed, [])
+            raise
 
         has_more_tool_calls = True
         first_round = True
@@ -266,7 +214,7 @@ async def _run_loop(
                 # here, so everything below has one path for every failure.
                 if cancel is not None and cancel.is_set():
                     message = AssistantMessage(
-                        stop_reason="aborted", error_message=_NOT_CALLED, model=config.model
+                        stop_reason="aborted", error_message=NOT_CALLED_TEXT, model=config.model
                     )
                     started = False
                 else:
@@ -324,20 +272,24 @@ async def _run_loop(
                 has_more_tool_calls = bool(tool_calls)
                 results: list[ToolResultMessage] = []
                 run.steering = []
-                for call in tool_calls:
+                last_index = len(tool_calls) - 1
+                for index, call in enumerate(tool_calls):
                     yield ToolExecutionStart(call.id, call.name, call.arguments)
                     executed = not run.aborted and not (run.steering and skip_mode)
                     if executed:
-                        prepared, tool, arguments = _prepare(run, call)
+                        prepared, tool, arguments = prepare(run, call)
                         if prepared is None:  # extras, async, timeouts: the general path
                             outcome: list[ToolResultMessage] = []
-                            async for event in _invoke(run, tool, call, arguments, outcome):
+                            async for event in invoke(run, tool, call, arguments, outcome):
                                 yield event
                             result = outcome[0]
                         elif isinstance(prepared, ToolResultMessage):
                             result = prepared
                         else:  # a plain function that returned an awaitable
-                            result = await _settle(run, call, prepared)
+                            result = await settle(run, call, prepared)
+                        executed_calls += 1
+                        if cancel is not None and cancel.is_set():
+                            run.aborted = True  # fired during the call: the rest is cancelled
                     elif run.aborted:
                         result = error_result(call.id, call.name, CANCELLED_TEXT)
                     else:
@@ -354,24 +306,70 @@ async def _run_loop(
                         and (not run.steering or not skip_mode)
                     ):
                         try:
-                            run.steering.extend(await _poll(config.get_steering_messages))
-                        except asyncio.CancelledError:
-                            run.aborted = True
+                            run.steering.extend(
+                                await _poll(
+                                    steering_source,
+                                    PollPoint(
+                                        "steering",
+                                        iterations - 1,
+                                        index,
+                                        index + 1,
+                                        executed_calls,
+                                        index == last_index,
+                                        depth,
+                                        run_info,
+                                    )
+                                    if steering_point
+                                    else None,
+                                )
+                            )
+                        except GeneratorExit:
+                            raise
+                        except BaseException as exc:
+                            source_failed(run, exc)
                 yield TurnEnd(message, results)
 
                 if run.aborted:
-                    termination = "aborted"
+                    termination = "error" if run.failed else "aborted"
                     undelivered.extend(run.steering)
                     break
                 if run.steering:
                     pending = run.steering
                 elif iterations < cap:
-                    pending = await _poll(config.get_steering_messages)
+                    pending = await _poll(
+                        steering_source,
+                        PollPoint(
+                            "steering",
+                            iterations - 1,
+                            None,
+                            len(tool_calls),
+                            executed_calls,
+                            True,
+                            depth,
+                            run_info,
+                        )
+                        if steering_point
+                        else None,
+                    )
             else:
                 # The inner loop ran dry: the model finished.  Follow-ups start another round,
                 # but only if one is still allowed (never dequeue what cannot be delivered).
                 if iterations < cap:
-                    follow = await _poll(config.get_follow_up_messages)
+                    follow = await _poll(
+                        follow_up_source,
+                        PollPoint(
+                            "follow_up",
+                            iterations - 1,
+                            None,
+                            0,
+                            executed_calls,
+                            True,
+                            depth,
+                            run_info,
+                        )
+                        if follow_up_point
+                        else None,
+                    )
                     if follow:
                         pending = follow
                         continue
@@ -400,12 +398,6 @@ async def _run_loop(
     yield end
     if failure is not None:
         raise failure
-
-
-_NOT_CALLED = "Request was aborted before the model was called"
-_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
-"""Types a tool commonly returns that are never awaitable: skips ``inspect.isawaitable``'s ABC
-check on the hot path (the profile showed it in every round)."""
 
 
 _STOP_REASONS = frozenset({"stop", "length", "toolUse", "error", "aborted"})
@@ -439,171 +431,10 @@ def _fail(
     return message
 
 
-def _prepare(
-    run: _Run, call: ToolCall
-) -> tuple[ToolResultMessage | Awaitable[Any] | None, Any, dict[str, Any]]:
-    """Everything about one call that needs no ``await``: an unknown tool, argument JSON that did
-    not parse and failed validation are answered here, and a plain sync tool (the hot path) is
-    called directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what
-    a plain tool returned that must still be awaited (``_settle``), or ``None``: the general path
-    (``_invoke``: extras, async bodies, timeouts) runs the call."""
-    tool = run.tools.get(call.name)
-    if tool is None:
-        return error_result(call.id, call.name, f"Tool {call.name} not found"), None, {}
-    if call.raw_arguments is not None:
-        not_json = [("root", "arguments are not valid JSON")]
-        text = validation_failed_text(call.name, not_json, call.raw_arguments)
-        return error_result(call.id, call.name, text), tool, {}
-    arguments, problems = tool.validate(call.arguments)
-    if problems:
-        text = validation_failed_text(call.name, problems, call.arguments)
-        return error_result(call.id, call.name, text), tool, arguments
-    if tool.accepts or tool.is_async or run.config.tool_timeout_s is not None:
-        return None, tool, arguments
-    try:
-        value = tool.execute(arguments)
-        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
-            return value, tool, arguments
-        return make_result(call.id, call.name, value), tool, arguments
-    except Exception as exc:
-        return error_result(call.id, call.name, error_text(exc)), tool, arguments
-    except BaseException as exc:
-        return _abort(run, call, exc), tool, arguments
-
-
-def _abort(run: _Run, call: ToolCall, exc: BaseException) -> ToolResultMessage:
-    """A ``BaseException`` from a tool: the run ends ``aborted``; non-cancellation ones
-    (``KeyboardInterrupt``, ``SystemExit``) are re-raised after ``agent_end``."""
-    run.aborted = True
-    if not isinstance(exc, asyncio.CancelledError) and run.reraise is None:
-        run.reraise = exc
-    return error_result(call.id, call.name, CANCELLED_TEXT)
-
-
-async def _invoke(
-    run: _Run,
-    tool: AgentTool,
-    call: ToolCall,
-    arguments: dict[str, Any],
-    outcome: list[ToolResultMessage],
-) -> AsyncGenerator[AgentEvent, None]:
-    """The general path: extras, async bodies, timeouts, cancellation and live updates."""
-    config = run.config
-    loop = asyncio.get_running_loop()
-    updates: list[Any] = []
-    wake = asyncio.Event()
-    kwargs: dict[str, Any] = {}
-    if "tool_call_id" in tool.accepts:
-        kwargs["tool_call_id"] = call.id
-    if "cancel" in tool.accepts:
-        kwargs["cancel"] = config.cancel if config.cancel is not None else CancelToken()
-    if "on_update" in tool.accepts:
-
-        def on_update(partial_value: Any) -> None:
-            updates.append(partial_value)
-            try:
-                if asyncio.get_running_loop() is loop:
-                    wake.set()
-                    return
-            except RuntimeError:
-                pass
-            loop.call_soon_threadsafe(wake.set)
-
-        kwargs["on_update"] = on_update
-
-    timeout = config.tool_timeout_s
-    try:
-        if tool.is_async:
-            future: asyncio.Future[Any] = asyncio.ensure_future(tool.execute(arguments, **kwargs))
-        elif timeout is not None:
-            ctx = contextvars.copy_context()
-            future = loop.run_in_executor(None, partial(ctx.run, tool.execute, arguments, **kwargs))
-        else:
-            value = tool.execute(arguments, **kwargs)
-            if inspect.isawaitable(value):
-                future = asyncio.ensure_future(value)
-            else:
-                for item in updates:
-                    yield ToolExecutionUpdate(
-                        tool_call_id=call.id, tool_name=call.name, partial=item
-                    )
-                outcome.append(make_result(call.id, call.name, value))
-                return
-    except Exception as exc:
-        outcome.append(error_result(call.id, call.name, error_text(exc)))
-        return
-    except BaseException as exc:
-        outcome.append(_abort(run, call, exc))
-        return
-
-    deadline = None if timeout is None else loop.time() + timeout
-    cancel_wait = asyncio.ensure_future(config.cancel.wait()) if config.cancel is not None else None
-    try:
-        while True:
-            wake_wait = asyncio.ensure_future(wake.wait())
-            waits: set[asyncio.Future[Any]] = {future, wake_wait}
-            if cancel_wait is not None:
-                waits.add(cancel_wait)
-            remaining = None if deadline is None else max(0.0, deadline - loop.time())
-            try:
-                await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                wake_wait.cancel()
-            wake.clear()
-            while updates:
-                item = updates.pop(0)
-                yield ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=item)
-            if future.done():
-                break
-            if cancel_wait is not None and cancel_wait.done():
-                future.cancel()
-                outcome.append(_abort(run, call, asyncio.CancelledError()))
-                return
-            if deadline is not None and loop.time() >= deadline:
-                future.cancel()
-                outcome.append(
-                    error_result(
-                        call.id, call.name, f"Tool {call.name} timed out after {timeout:g}s"
-                    )
-                )
-                return
-    except asyncio.CancelledError as exc:
-        future.cancel()
-        outcome.append(_abort(run, call, exc))
-        return
-    finally:
-        if cancel_wait is not None:
-            cancel_wait.cancel()
-
-    try:
-        value = future.result()
-    except asyncio.CancelledError as exc:
-        outcome.append(_abort(run, call, exc))
-        return
-    except Exception as exc:
-        outcome.append(error_result(call.id, call.name, error_text(exc)))
-        return
-    except BaseException as exc:
-        outcome.append(_abort(run, call, exc))
-        return
-    outcome.append(make_result(call.id, call.name, value))
-
-
-async def _settle(run: _Run, call: ToolCall, pending: Awaitable[Any]) -> ToolResultMessage:
-    """The result of a plain function that returned an awaitable (a lambda around a coroutine,
-    say): awaited here, failures fed back like any tool's."""
-    try:
-        return make_result(call.id, call.name, await pending)
-    except Exception as exc:
-        return error_result(call.id, call.name, error_text(exc))
-    except BaseException as exc:
-        return _abort(run, call, exc)
-
-
-async def _poll(source: MessageSource | None) -> list[UserMessage]:
+async def _poll(source: MessageSource | None, point: PollPoint | None) -> list[UserMessage]:
     if source is None:
         return []
-    value = source()
+    value = source() if point is None else source(point)
     if inspect.isawaitable(value):
         value = await value
     if not value:
@@ -620,10 +451,13 @@ def _as_user(message: UserMessage | str) -> UserMessage:
 
 
 __all__ = [
+    "ABORTED_TEXT",
     "MAX_INNER_ITERATIONS",
+    "STREAM_ENDED_TEXT",
     "AgentContext",
     "AgentStream",
     "LoopConfig",
+    "MessageSource",
     "SteeringMode",
     "agent_loop",
     "agent_loop_continue",

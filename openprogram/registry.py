@@ -1,7 +1,9 @@
-"""The tool registry, named toolsets and the trimming policy (SPEC §6).
+"""The tool registry, the decorators that register into it, named toolsets and the trimming
+policy.
 
 One shared ``default_registry`` receives every ``@function``/``@agentic_function`` unless a
-decorator passes ``registry=``.  Toolsets:
+decorator passes ``registry=`` (the decorators live here, beside the registry they fill, so that
+``functions`` — the ``Function`` type — never needs the registry: no import cycle).  Toolsets:
 
 - ``"full"``: every registered tool with ``exposed=True`` (registration order);
 - ``"none"``: no tools;
@@ -18,8 +20,8 @@ test must not fail).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
 
 from .functions import Function
 from .tools import AgentTool, as_agent_tool
@@ -192,11 +194,86 @@ default_registry = Registry()
 """The shared registry every decorator uses unless given ``registry=``."""
 
 
+# -- decorators ----------------------------------------------------------------------------------
+
+
+@overload
+def function(fn: Callable[..., Any], /) -> Function: ...
+@overload
+def function(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    exposed: bool = True,
+    unsafe_for: Iterable[str] = (),
+    toolsets: Iterable[str] = (),
+    registry: Any = None,
+) -> Callable[[Callable[..., Any]], Function]: ...
+def function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Make ``fn`` a tool and register it (bare ``@function`` or ``@function(name=..., ...)``).
+
+    Options: ``name``, ``description``, ``parameters`` (explicit JSON Schema), ``exposed``
+    (default ``True``: part of the ``"full"`` toolset), ``unsafe_for`` (sources, e.g.
+    ``("sms",)``, that must not be offered this tool), ``toolsets`` (named toolsets to join),
+    ``registry`` (default: the shared ``openprogram.registry.default_registry``).
+    """
+    return _decorate(fn, options, agentic=False)
+
+
+@overload
+def agentic_function(fn: Callable[..., Any], /) -> Function: ...
+@overload
+def agentic_function(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    exposed: bool = True,
+    unsafe_for: Iterable[str] = (),
+    toolsets: Iterable[str] = (),
+    registry: Any = None,
+) -> Callable[[Callable[..., Any]], Function]: ...
+def agentic_function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Like ``@function``, for a function that thinks with the model: if it declares a
+    ``runtime`` parameter, the running ``Runtime`` is injected when the model calls it, and a
+    ``runtime.exec(...)`` inside opens a nested layer of the loop."""
+    return _decorate(fn, options, agentic=True)
+
+
+_OPTIONS = frozenset(
+    {"name", "description", "parameters", "exposed", "unsafe_for", "toolsets", "registry"}
+)
+
+
+def _decorate(fn: Callable[..., Any] | None, options: dict[str, Any], *, agentic: bool) -> Any:
+    unknown = set(options) - _OPTIONS
+    if unknown:
+        raise TypeError(f"unknown decorator option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}")
+
+    def wrap(target: Callable[..., Any]) -> Function:
+        registry = options.get("registry")
+        if registry is None:
+            registry = default_registry
+        kwargs = {k: v for k, v in options.items() if k != "registry"}
+        wrapped = Function(target, agentic=agentic, **kwargs)
+        registry.register(wrapped)
+        return wrapped
+
+    if fn is None:
+        return wrap
+    if options:
+        raise TypeError("pass options as @function(name=...), not together with the function")
+    return wrap(fn)
+
+
 __all__ = [
     "BUILTIN_TOOLSETS",
     "Registry",
     "agent_tools",
+    "agentic_function",
     "default_registry",
+    "function",
     "trim_tools",
     "unsafe_sources",
 ]

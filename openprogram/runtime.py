@@ -1,4 +1,4 @@
-"""``Runtime``: ``exec``/``aexec`` — one call, one run of the loop (SPEC §6, §7).
+"""``Runtime``: ``exec``/``aexec`` — one call, one run of the loop.
 
 ``runtime.exec(content, ...)`` resolves a tool menu, validates ``tool_choice``, runs
 ``openprogram.loop.agent_loop`` on a fresh conversation (system prompt + ``content``) and returns
@@ -19,57 +19,49 @@ then ``tools_source``/``tools_deny``/``tools_allow`` trim it (``openprogram.regi
 Nesting: each ``exec`` runs one layer deeper; more than ``max_depth`` layers (default 5, the
 outermost counts) raise ``RecursionError`` before any model call.  Context variables are set
 with tokens and reset in ``finally``, so neither an error nor a concurrent run (asyncio task or
-thread) ever sees another run's tools or depth.  A sync ``exec`` called while an event loop runs
-in the current thread (a sync tool body run by the loop) runs its loop on a helper thread with a
-copy of the current context.
+thread) ever sees another run's tools or depth.  A sync ``exec`` goes through
+``openprogram.run_sync`` (safe inside a running loop).
 
-``choices=[...]``: a forced decision after the work — see ``Runtime.aexec``.
+Runs: every loop run an ``exec`` starts (the work run, nested runs, each ask of a ``choices=``
+decision) gets a ``RunInfo``; ``on_run_event`` / ``observe()`` receive ``(RunInfo, event)`` for all
+of them.  Queues: ``steer()`` and ``follow_up()`` feed the outermost work run (docs/decisions.md).
+``choices=[...]``: see ``openprogram.choices``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
-import enum
 import inspect
-import json
-import queue
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
-from .cancel import CancelledRun, CancelToken
-from .events import AgentEvent
-from .functions import Function, _current_runtime, parse_docstring
-from .loop import (
-    AgentContext,
-    AgentStream,
-    LoopConfig,
-    MessageSource,
-    SteeringMode,
-    agent_loop,
-    agent_loop_continue,
-)
+from ._sync import run_sync
+from .cancel import CancelToken
+from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
+from .events import AgentEvent, ToolExecutionStart
+from .functions import current_runtime
+from .loop import AgentContext, AgentStream, LoopConfig, SteeringMode, agent_loop
+from .outcome import ProviderError, RunRecord, last_assistant, raise_for_termination
 from .providers.base import Provider, ToolChoice
 from .registry import Registry, agent_tools, default_registry, trim_tools
-from .tools import AgentTool, ToolError, as_agent_tool
-from .types import (
-    AssistantMessage,
-    Message,
-    Termination,
-    ToolResultMessage,
-    UserMessage,
+from .runs import (
+    DrainMode,
+    MessageQueue,
+    MessageSource,
+    RunInfo,
+    RunKind,
+    check_drain_mode,
+    wants_poll_point,
 )
+from .tools import AgentTool
+from .types import Message, UserMessage
 
 DEFAULT_MAX_DEPTH = 5
-CHOOSE_TOOL = "choose"
-"""Name of the synthetic tool the model must call to pick a choice (``choices=``)."""
-CHOICE_ATTEMPTS = 2
-"""One ask plus one re-ask."""
+
+RunObserver = Callable[[RunInfo, AgentEvent], Any]
+"""Receives every event of every run with the run's ``RunInfo``; may be async (awaited)."""
 
 _current_tools: ContextVar[tuple[AgentTool, ...] | None] = ContextVar(
     "openprogram_current_tools", default=None
@@ -81,62 +73,20 @@ _current_cancel: ContextVar[CancelToken | None] = ContextVar(
 )
 
 
-class ProviderError(Exception):
-    """A run ended with termination ``error``: the provider failed (HTTP error, broken
-    stream...).  Carries the provider's ``message``, HTTP ``status``, whether it is
-    ``retryable``, ``retry_after_s`` and the failed ``assistant_message``."""
+class _RunState:
+    """The running work run of an ``exec`` and the tool call it is executing (seen from its
+    events), so a nested ``exec`` started by that call can name its parent."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        retryable: bool | None = None,
-        retry_after_s: float | None = None,
-        assistant_message: AssistantMessage | None = None,
-    ) -> None:
-        self.message = message
-        self.status = status
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
-        self.assistant_message = assistant_message
-        detail = [f"status {status}"] if status is not None else []
-        if retryable:
-            detail.append("retryable")
-        if retry_after_s is not None:
-            detail.append(f"retry after {retry_after_s:g}s")
-        suffix = f" ({', '.join(detail)})" if detail else ""
-        super().__init__(f"provider error{suffix}: {message}")
+    __slots__ = ("call_id", "call_name", "info")
+
+    def __init__(self, info: RunInfo) -> None:
+        self.info = info
+        self.call_id: str | None = None
+        self.call_name: str | None = None
 
 
-class DecisionError(Exception):
-    """``choices=``: the model did not pick exactly one valid choice, even after a re-ask."""
-
-    def __init__(self, message: str, *, choices: Sequence[str], attempts: Sequence[str]) -> None:
-        super().__init__(message)
-        self.choices = list(choices)
-        self.attempts = list(attempts)
-
-
-@dataclass(slots=True)
-class RunRecord:
-    """What the last ``exec`` did (``Runtime.last_run``)."""
-
-    termination: Termination
-    model_calls: int
-    messages: list[Message]
-    undelivered: list[UserMessage]
-    text: str
-    tools: list[str] = field(default_factory=list)
-    choice: str | None = None
-
-
-@dataclass(slots=True)
-class _Choice:
-    label: str
-    value: Any
-    function: Callable[..., Any] | None
-    description: str
+_current_run: ContextVar[_RunState | None] = ContextVar("openprogram_exec_run", default=None)
+_run_ids = itertools.count(1)
 
 
 class Runtime:
@@ -144,9 +94,17 @@ class Runtime:
 
     ``registry`` (default: the shared registry) supplies the ``"full"`` and named toolsets;
     ``tool_timeout_s``, ``steering_mode``, ``max_tokens``, ``temperature`` and ``extras`` go to
-    every run's ``LoopConfig``; ``get_steering_messages``/``get_follow_up_messages`` only to the
-    outermost work run; ``cancel`` is a default cancel token for its runs; ``on_event``
-    (optional) receives every loop event of every run, nested ones included.
+    every run's ``LoopConfig``; ``cancel`` is a default cancel token for its runs.
+
+    Observing: ``on_event`` receives every loop event of every run (nested ones included);
+    ``on_run_event`` (and any callback registered with ``observe()``) receives
+    ``(RunInfo, event)`` so nested runs can be told apart.
+
+    Steering: ``steer()``/``follow_up()`` queue messages for the outermost work run, drained one
+    per poll or all at once (``steering_drain``/``follow_up_drain``: ``"one_at_a_time"``, the
+    default, or ``"all"``).  ``get_steering_messages``/``get_follow_up_messages`` are polled
+    after the queues: in the outermost work run only, unless the source declares a parameter
+    (it then receives a ``PollPoint`` naming the run and is polled in nested runs too).
     """
 
     def __init__(
@@ -164,8 +122,11 @@ class Runtime:
         cancel: CancelToken | None = None,
         extras: dict[str, Any] | None = None,
         on_event: Callable[[AgentEvent], Any] | None = None,
+        on_run_event: RunObserver | None = None,
         get_steering_messages: MessageSource | None = None,
         get_follow_up_messages: MessageSource | None = None,
+        steering_drain: DrainMode = "one_at_a_time",
+        follow_up_drain: DrainMode = "one_at_a_time",
     ) -> None:
         if not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -175,6 +136,11 @@ class Runtime:
             raise ValueError(
                 f"steering_mode must be 'skip' or 'after_batch', got {steering_mode!r}"
             )
+        for source in (get_steering_messages, get_follow_up_messages, on_event, on_run_event):
+            if source is not None and not callable(source):
+                raise TypeError(f"expected a callable, got {source!r}")
+        check_drain_mode(steering_drain)
+        check_drain_mode(follow_up_drain)
         self.provider = provider
         self.model = model
         self.system_prompt = system_prompt
@@ -190,9 +156,68 @@ class Runtime:
         self.get_steering_messages = get_steering_messages
         self.get_follow_up_messages = get_follow_up_messages
         self.last_run: RunRecord | None = None
+        self._observers: tuple[RunObserver, ...] = (on_run_event,) if on_run_event else ()
+        self._steering = MessageQueue(steering_drain)
+        self._follow_ups = MessageQueue(follow_up_drain)
 
     def __repr__(self) -> str:
         return f"Runtime(provider={self.provider!r}, model={self.model!r})"
+
+    # -- observing and steering -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def observe(self, observer: RunObserver) -> Iterator[RunObserver]:
+        """Call ``observer(run_info, event)`` for every event of every run started while the
+        ``with`` block is open (nested runs and ``choices=`` asks included), then stop."""
+        if not callable(observer):
+            raise TypeError(f"observe() takes a callable, got {observer!r}")
+        self._observers = (*self._observers, observer)
+        try:
+            yield observer
+        finally:
+            observers = list(self._observers)
+            observers.remove(observer)
+            self._observers = tuple(observers)
+
+    def steer(self, message: str | UserMessage | Sequence[str | UserMessage]) -> None:
+        """Queue steering for the outermost work run: delivered at the next point its loop polls
+        steering (after the running tool call, or at the start of the next run)."""
+        self._steering.put(_user_messages(message, "steer"))
+
+    def follow_up(self, message: str | UserMessage | Sequence[str | UserMessage]) -> None:
+        """Queue a follow-up for the outermost work run: delivered when it would otherwise end."""
+        self._follow_ups.put(_user_messages(message, "follow_up"))
+
+    @property
+    def steering_drain(self) -> DrainMode:
+        return self._steering.mode
+
+    @steering_drain.setter
+    def steering_drain(self, mode: DrainMode) -> None:
+        check_drain_mode(mode)
+        self._steering.mode = mode
+
+    @property
+    def follow_up_drain(self) -> DrainMode:
+        return self._follow_ups.mode
+
+    @follow_up_drain.setter
+    def follow_up_drain(self, mode: DrainMode) -> None:
+        check_drain_mode(mode)
+        self._follow_ups.mode = mode
+
+    @property
+    def queued_steering(self) -> list[UserMessage]:
+        """Steering queued and not yet taken by a run."""
+        return self._steering.snapshot()
+
+    @property
+    def queued_follow_ups(self) -> list[UserMessage]:
+        """Follow-ups queued and not yet taken by a run."""
+        return self._follow_ups.snapshot()
+
+    def clear_queues(self) -> tuple[list[UserMessage], list[UserMessage]]:
+        """Empty both queues; returns what they held ``(steering, follow_ups)``."""
+        return self._steering.clear(), self._follow_ups.clear()
 
     # -- sync -----------------------------------------------------------------------------------
     def exec(
@@ -210,18 +235,10 @@ class Runtime:
         *,
         cancel: CancelToken | None = None,
     ) -> Any:
-        """Sync twin of ``aexec`` (same arguments, same result, same errors).
-
-        With no event loop running in this thread it runs on this thread's own reusable event
-        loop (``asyncio.run`` would build and tear down a loop per call); inside a running loop
-        (a sync tool body, or async code) it runs the nested loop on a helper thread (one
-        persistent helper per calling thread, with its own loop) in a copy of the current
-        context, so the nested call inherits the outer tools and depth and cannot deadlock or hit
-        "event loop is already running".
-        """
-
-        def coroutine() -> Any:
-            return self.aexec(
+        """Sync twin of ``aexec`` (same arguments, same result, same errors), run through
+        ``openprogram.run_sync``: safe with or without a running event loop in this thread."""
+        return run_sync(
+            lambda: self.aexec(
                 content,
                 tools,
                 toolset,
@@ -234,12 +251,7 @@ class Runtime:
                 choices,
                 cancel=cancel,
             )
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return _run_on_thread_loop(coroutine())
-        return _run_on_helper_thread(contextvars.copy_context(), coroutine)
+        )
 
     # -- async ----------------------------------------------------------------------------------
     async def aexec(
@@ -266,25 +278,9 @@ class Runtime:
         ``max_iterations`` returns the last assistant text (possibly empty); ``last_run`` records
         the termination, model calls, new messages and undelivered messages.
 
-        ``choices=[...]`` — the decision protocol.  Each choice is an ``@function``/callable
-        (label: its tool name or ``__name__``), a string (label = value), an ``Enum`` member
-        (label = its name) or a ``(label, value)`` pair.  After the work run (any termination but
-        ``error``/``aborted``), the same conversation continues with:
-
-        1. a user message ``Pick exactly one of these choices by calling the `choose` tool:``
-           followed by one line per choice ``- label`` or ``- label: description``;
-        2. one model call offering only the tool ``choose`` with parameters
-           ``{"choice": {"type": "string", "enum": [labels]}}`` (required, nothing else), and
-           ``tool_choice={"type": "function", "name": "choose"}``, ``parallel_tool_calls=False``;
-        3. a valid pick is exactly one ``choose`` call whose arguments validate; its tool result
-           is ``Picked {label}.``.  Otherwise the model is re-asked once: after an invalid call
-           the error tool result is fed back (validation text, ``Tool X not found``, or
-           ``Pick exactly one choice: call choose once.`` for extra calls); after a text-only
-           reply the user message ``You must call the `choose` tool with exactly one of: a, b.``
-           is added.  A second invalid attempt raises ``DecisionError``;
-        4. the result: a function choice is called (no model arguments; ``runtime`` injected if
-           declared; awaited if async) and its return value returned; a value choice returns the
-           value.  ``last_run.choice`` holds the label.
+        ``choices=[...]``: after the work, the model must pick exactly one choice (a forced call
+        of the ``choose`` tool); the picked value, or the picked function's result, is returned
+        and ``last_run.choice`` holds its label.  See ``openprogram.choices``.
         """
         depth = _current_depth.get()
         if depth >= self.max_depth:
@@ -305,21 +301,29 @@ class Runtime:
             isinstance(max_iterations, bool) or not isinstance(max_iterations, int)
         ):
             raise TypeError(f"max_iterations must be an int or None, got {max_iterations!r}")
-        decision = _build_choices(choices) if choices is not None else None
+        decision = build_choices(choices) if choices is not None else None
 
+        parent = _current_run.get()
+        info = RunInfo(
+            f"run-{next(_run_ids)}",
+            parent.info.run_id if parent is not None else None,
+            depth,
+            parent.call_id if parent is not None else None,
+            parent.call_name if parent is not None else None,
+        )
+        state = _RunState(info)
         token = cancel or self.cancel or _current_cancel.get()
         reset_tools = _current_tools.set(tuple(menu))
         reset_depth = _current_depth.set(depth + 1)
         reset_cancel = _current_cancel.set(token)
-        reset_runtime = _current_runtime.set(self)
+        reset_runtime = current_runtime.set(self)
+        reset_run = _current_run.set(state)
         try:
             context = AgentContext(system_prompt=self.system_prompt, messages=[], tools=menu)
-            config = self._config(
-                choice, parallel_tool_calls, max_iterations, token, outermost=depth == 0
-            )
+            config = self._config(choice, parallel_tool_calls, max_iterations, token, info)
             stream = agent_loop(content, context, config)
-            new_messages = list(await self._drain(stream))
-            last = _last_assistant(new_messages)
+            new_messages = list(await self._drain(stream, config, state))
+            last = last_assistant(new_messages)
             record = RunRecord(
                 termination=stream.termination or "completed",
                 model_calls=stream.model_calls,
@@ -327,14 +331,16 @@ class Runtime:
                 undelivered=list(stream.undelivered),
                 text=last.text if last is not None else "",
                 tools=names,
+                run=info,
             )
             self.last_run = record
-            _raise_for_termination(record.termination, last)
+            raise_for_termination(record.termination, last)
             if decision is None:
                 return record.text
-            return await self._decide(decision, context, record, token)
+            return await self._decide(decision, context, record, token, info)
         finally:
-            _current_runtime.reset(reset_runtime)
+            _current_run.reset(reset_run)
+            current_runtime.reset(reset_runtime)
             _current_cancel.reset(reset_cancel)
             _current_depth.reset(reset_depth)
             _current_tools.reset(reset_tools)
@@ -346,11 +352,10 @@ class Runtime:
         parallel_tool_calls: bool | None,
         max_iterations: int | None,
         cancel: CancelToken | None,
-        *,
-        outermost: bool = False,
+        info: RunInfo,
     ) -> LoopConfig:
-        """The loop configuration of one run.  Steering/follow-up sources feed only the outermost
-        work run: a nested run polling the same queue would take messages meant for its parent."""
+        """The loop configuration of one run (steering sources: see ``_sources``)."""
+        steering, follow_up = self._sources(info)
         return LoopConfig(
             provider=self.provider,
             model=self.model,
@@ -363,20 +368,68 @@ class Runtime:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             extras=self.extras,
-            get_steering_messages=self.get_steering_messages if outermost else None,
-            get_follow_up_messages=self.get_follow_up_messages if outermost else None,
+            get_steering_messages=steering,
+            get_follow_up_messages=follow_up,
+            run_info=info,
         )
 
-    async def _drain(self, stream: AgentStream) -> list[Message]:
-        """Run the stream to its end; returns the run's new messages."""
+    def _sources(self, info: RunInfo) -> tuple[MessageSource | None, MessageSource | None]:
+        """The steering and follow-up sources of one run.
+
+        The outermost work run polls the runtime's queue, then the configured source.  A nested
+        run (or a ``choices`` ask) polls only a configured source that takes a ``PollPoint``: one
+        that does not could not tell the runs apart and would take messages meant for the
+        outermost run.  The configured source is polled first so that, if it raises, nothing
+        has been taken from the queue.
+        """
+        outermost = info.depth == 0 and info.kind == "exec"
+        steering = self.get_steering_messages
+        follow_up = self.get_follow_up_messages
+        if not outermost:
+            return (
+                steering if wants_poll_point(steering) else None,
+                follow_up if wants_poll_point(follow_up) else None,
+            )
+        return _with_queue(self._steering, steering), _with_queue(self._follow_ups, follow_up)
+
+    async def _drain(
+        self, stream: AgentStream, config: LoopConfig, state: _RunState | None = None
+    ) -> list[Message]:
+        """Run the stream to its end, feeding the observers; returns the run's new messages.
+        Tracks the tool call being executed in ``state`` (a nested ``exec`` names it)."""
         on_event = self.on_event
-        if on_event is None:
-            return await stream
+        observers = self._observers
+        info = config.run_info
         async for event in stream:
-            outcome = on_event(event)
-            if inspect.isawaitable(outcome):
-                await outcome
+            if state is not None and type(event) is ToolExecutionStart:
+                state.call_id = event.tool_call_id
+                state.call_name = event.tool_name
+            if on_event is not None:
+                outcome = on_event(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            if observers and info is not None:
+                for observer in observers:
+                    outcome = observer(info, event)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+        if state is not None:
+            state.call_id = state.call_name = None
         return await stream.result()
+
+    async def _decide(
+        self,
+        decision: list[Choice],
+        context: AgentContext,
+        record: RunRecord,
+        cancel: CancelToken | None,
+        work: RunInfo,
+    ) -> Any:
+        def make_config() -> LoopConfig:
+            info = RunInfo(f"run-{next(_run_ids)}", work.run_id, work.depth, kind=_CHOICES)
+            return self._config({"type": "function", "name": CHOOSE_TOOL}, False, 1, cancel, info)
+
+        return await decide(decision, context, record, make_config, self._drain, self)
 
     def _resolve_menu(
         self,
@@ -409,204 +462,53 @@ class Runtime:
             seen.add(tool.name)
         return menu
 
-    async def _decide(
-        self,
-        choices: list[_Choice],
-        context: AgentContext,
-        record: RunRecord,
-        cancel: CancelToken | None,
-    ) -> Any:
-        by_label = {c.label: c for c in choices}
-        labels = list(by_label)
-        picks: list[str] = []
 
-        def choose(arguments: dict[str, Any]) -> str:
-            if picks:
-                raise ToolError(f"Pick exactly one choice: call {CHOOSE_TOOL} once.")
-            picks.append(arguments["choice"])
-            return f"Picked {arguments['choice']}."
+_CHOICES: RunKind = "choices"
 
-        tool = as_agent_tool(
-            {
-                "spec": {
-                    "name": CHOOSE_TOOL,
-                    "description": "Pick exactly one of the choices.",
-                    "parameters": {
-                        "type": "object",
-                        "properties": {"choice": {"type": "string", "enum": labels}},
-                        "required": ["choice"],
-                        "additionalProperties": False,
-                    },
-                },
-                "execute": choose,
-            }
-        )
-        context.tools = [tool]
-        config = self._config({"type": "function", "name": CHOOSE_TOOL}, False, 1, cancel)
-        attempts: list[str] = []
-        for attempt in range(CHOICE_ATTEMPTS):
-            picks.clear()
-            if attempt == 0:
-                stream = agent_loop(choice_instruction(choices), context, config)
-            elif isinstance(context.messages[-1], AssistantMessage):
-                stream = agent_loop(
-                    f"You must call the `{CHOOSE_TOOL}` tool with exactly one of: "
-                    f"{', '.join(labels)}.",
-                    context,
-                    config,
-                )
-            else:
-                stream = agent_loop_continue(context, config)
-            new = list(await self._drain(stream))
-            record.messages.extend(new)
-            record.model_calls += stream.model_calls
-            last = _last_assistant(new)
-            record.text = last.text if last is not None else ""
-            if stream.termination in ("error", "aborted"):
-                record.termination = stream.termination
-                _raise_for_termination(stream.termination, last)
-            results = [m for m in new if isinstance(m, ToolResultMessage)]
-            calls = last.tool_calls if last is not None else []
-            if (
-                len(calls) == 1
-                and calls[0].name == CHOOSE_TOOL
-                and len(picks) == 1
-                and results
-                and not results[-1].is_error
-            ):
-                label = picks[0]
-                record.choice = label
-                record.termination = "completed"
-                return await self._pick_result(by_label[label])
-            attempts.append(_describe_attempt(last, results))
-        record.termination = "completed"
-        raise DecisionError(
-            f"the model did not pick exactly one valid choice after {CHOICE_ATTEMPTS} attempts "
-            f"(choices: {', '.join(labels)}); "
-            + "; ".join(f"attempt {i + 1}: {text}" for i, text in enumerate(attempts)),
-            choices=labels,
-            attempts=attempts,
-        )
 
-    async def _pick_result(self, choice: _Choice) -> Any:
-        fn = choice.function
-        if fn is None:
-            return choice.value
-        if isinstance(fn, Function):
-            value = fn.call_injected(self)
-        elif _declares_runtime(fn):
-            value = fn(runtime=self)
-        else:
-            value = fn()
+def _with_queue(queue: MessageQueue, source: MessageSource | None) -> MessageSource:
+    """A run's source: the configured ``source`` (if any), then one drain of ``queue``.  It
+    declares the ``PollPoint`` parameter only when ``source`` does, so a plain source costs the
+    loop no poll point."""
+    if source is None:
+        return queue.take
+    if wants_poll_point(source):
+
+        async def with_point(point: Any) -> list[UserMessage | str]:
+            value = source(point)
+            if inspect.isawaitable(value):
+                value = await value
+            return [*(value or ()), *queue.take()]
+
+        return with_point
+
+    async def bare() -> list[UserMessage | str]:
+        value = source()
         if inspect.isawaitable(value):
             value = await value
-        return value
+        return [*(value or ()), *queue.take()]
+
+    return bare
 
 
-# -- helpers ---------------------------------------------------------------------------------------
-
-_thread_loops = threading.local()
-
-
-class _ThreadLoop:
-    """One event loop per thread for sync ``exec``; closed when its thread ends."""
-
-    __slots__ = ("loop",)
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-
-    def __del__(self) -> None:
-        loop = self.loop
-        if not loop.is_closed() and not loop.is_running():
-            loop.close()
-
-
-def _run_on_thread_loop(coro: Any) -> Any:
-    """``asyncio.run`` semantics (a task with a copy of the current context; tasks it leaves
-    behind are cancelled) on this thread's reusable loop."""
-    holder: _ThreadLoop | None = getattr(_thread_loops, "holder", None)
-    if holder is None or holder.loop.is_closed():
-        holder = _thread_loops.holder = _ThreadLoop()
-    loop = holder.loop
-    task = loop.create_task(coro)
-    try:
-        return loop.run_until_complete(task)
-    except BaseException:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(task)
-        raise
-    finally:
-        leftovers = asyncio.all_tasks(loop)
-        if leftovers:
-            for leftover in leftovers:
-                leftover.cancel()
-            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
-
-
-_Job = tuple[contextvars.Context, Callable[[], Any], "Future[Any]"]
-
-
-def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
-    """A helper thread's body: run each job's coroutine on this thread's loop, in the job's
-    context, until the owner goes away."""
-    while True:
-        job = jobs.get()
-        if job is None:
-            return
-        context, make_coroutine, future = job
-        try:
-            future.set_result(context.run(_run_made, make_coroutine))
-        except BaseException as exc:  # handed to the waiting owner thread
-            future.set_exception(exc)
-        del job, context, make_coroutine, future
-
-
-def _run_made(make_coroutine: Callable[[], Any]) -> Any:
-    return _run_on_thread_loop(make_coroutine())
-
-
-class _Helper:
-    """The persistent helper thread of one owner thread (sync ``exec`` inside a running loop).
-
-    The owner is blocked while its helper works (it is waiting for the result), so one helper
-    per owner suffices; a nested sync ``exec`` on the helper gets the helper's own helper.  The
-    thread does not reference this object: when the owner thread ends, its thread-local data
-    is released, ``__del__`` posts the stop sentinel and the helper thread exits.
-    """
-
-    __slots__ = ("busy", "jobs")
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self.busy = False
-        threading.Thread(
-            target=_serve, args=(self.jobs,), name="openprogram-exec", daemon=True
-        ).start()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown
-            self.jobs.put(None)
-
-
-_helpers = threading.local()
-
-
-def _run_on_helper_thread(context: contextvars.Context, make_coroutine: Callable[[], Any]) -> Any:
-    helper: _Helper | None = getattr(_helpers, "helper", None)
-    if helper is None:
-        helper = _helpers.helper = _Helper()
-    elif helper.busy:  # re-entered while waiting (not reachable from a blocked loop): own helper
-        helper = _Helper()
-    future: Future[Any] = Future()
-    helper.busy = True
-    try:
-        helper.jobs.put((context, make_coroutine, future))
-        return future.result()
-    finally:
-        helper.busy = False
+def _user_messages(
+    message: str | UserMessage | Sequence[str | UserMessage], where: str
+) -> list[UserMessage]:
+    items = [message] if isinstance(message, str | UserMessage) else message
+    if isinstance(items, bytes) or not isinstance(items, Sequence):
+        raise TypeError(
+            f"{where}() takes a string, a UserMessage or a list of them, "
+            f"got {type(message).__name__}"
+        )
+    out: list[UserMessage] = []
+    for item in items:
+        if isinstance(item, UserMessage):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(UserMessage(content=item))
+        else:
+            raise TypeError(f"{where}() takes strings or UserMessages, got {type(item).__name__}")
+    return out
 
 
 _STRING_CHOICES = ("auto", "required", "none")
@@ -671,117 +573,12 @@ def _check_content(content: Any) -> None:
     )
 
 
-def choice_instruction(choices: Sequence[_Choice]) -> str:
-    lines = [f"Pick exactly one of these choices by calling the `{CHOOSE_TOOL}` tool:"]
-    for c in choices:
-        lines.append(f"- {c.label}: {c.description}" if c.description else f"- {c.label}")
-    return "\n".join(lines)
-
-
-def _build_choices(choices: Any) -> list[_Choice]:
-    if isinstance(choices, str | bytes) or not isinstance(choices, Sequence):
-        raise TypeError(f"choices= takes a list, got {type(choices).__name__}")
-    if not choices:
-        raise ValueError("choices= is empty: give at least one function or value to pick from")
-    out: list[_Choice] = []
-    for entry in choices:
-        if isinstance(entry, Function):
-            required = entry.required_parameters()
-            if required:
-                raise TypeError(
-                    f"choice {entry.name!r} has required parameter(s) {', '.join(required)}; "
-                    "choice functions are called without model arguments"
-                )
-            out.append(_Choice(entry.name, entry, entry, entry.description))
-        elif isinstance(entry, enum.Enum):
-            out.append(_Choice(entry.name, entry, None, ""))
-        elif isinstance(entry, str):
-            out.append(_Choice(entry, entry, None, ""))
-        elif isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str):
-            out.append(_Choice(entry[0], entry[1], None, ""))
-        elif callable(entry) and hasattr(entry, "__name__"):
-            out.append(
-                _Choice(entry.__name__, entry, entry, parse_docstring(inspect.getdoc(entry))[0])
-            )
-        else:
-            raise TypeError(
-                f"invalid choice {entry!r}: expected an @function/callable, a string, an Enum "
-                "member or a (label, value) pair"
-            )
-    labels = [c.label for c in out]
-    duplicates = sorted({label for label in labels if labels.count(label) > 1})
-    if duplicates:
-        raise ValueError(f"choices= has duplicate label(s): {', '.join(duplicates)}")
-    if any(not label for label in labels):
-        raise ValueError("choices= has an empty label")
-    return out
-
-
-def _declares_runtime(fn: Callable[..., Any]) -> bool:
-    try:
-        return "runtime" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
-    for message in reversed(messages):
-        if isinstance(message, AssistantMessage):
-            return message
-    return None
-
-
-def _raise_for_termination(termination: str | None, last: AssistantMessage | None) -> None:
-    if termination == "error":
-        if last is not None and last.stop_reason == "error":
-            raise ProviderError(
-                last.error_message or "unknown provider error",
-                status=last.error_status,
-                retryable=last.error_retryable,
-                retry_after_s=last.error_retry_after_s,
-                assistant_message=last,
-            )
-        raise ProviderError("the run ended with an error")
-    if termination == "aborted":
-        reason = (
-            last.error_message
-            if last is not None and last.error_message
-            else "the run was cancelled"
-        )
-        raise CancelledRun(reason)
-
-
-def _describe_attempt(last: AssistantMessage | None, results: list[ToolResultMessage]) -> str:
-    if last is None:
-        return "no reply"
-    calls = last.tool_calls
-    if not calls:
-        text = last.text
-        return f"replied with text only: {text[:80]!r}" if text else "replied with nothing"
-    parts = []
-    for i, call in enumerate(calls):
-        shown = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-        result = _result_summary(results[i]) if i < len(results) else "no result"
-        parts.append(f"{call.name}({shown}) -> {result}")
-    return ", ".join(parts)
-
-
-def _result_summary(result: ToolResultMessage) -> str:
-    """``ok``, the validation problems (``choice: 'x' is not one of [...]``) or the error text."""
-    if not result.is_error:
-        return "ok"
-    lines = result.text.splitlines()
-    problems = [line[4:] for line in lines[1:] if line.startswith("  - ")]
-    if lines and lines[0].startswith("Validation failed") and problems:
-        return "invalid arguments: " + " / ".join(problems)
-    return lines[0] if lines else "error"
-
-
 __all__ = [
     "CHOOSE_TOOL",
     "DEFAULT_MAX_DEPTH",
     "DecisionError",
     "ProviderError",
+    "RunObserver",
     "RunRecord",
     "Runtime",
     "validate_tool_choice",

@@ -1,4 +1,4 @@
-"""Tool adapters: the three tool forms, argument validation, and result shaping (SPEC §5, §6).
+"""Tool adapters: the three tool forms, argument validation, and result shaping.
 
 Every tool handed to the loop is normalised once per run into an ``AgentTool``: its spec, a
 validator compiled once (JSON Schema validators are cached by schema), and a flag set saying which
@@ -19,12 +19,21 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import reprlib
 import types
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .texts import (
+    CANCELLED_TEXT,
+    NOT_JSON_TEXT,
+    SKIPPED_TEXT,
+    TOO_DEEP_TEXT,
+    not_object_text,
+    validation_header,
+)
 from .types import ImageContent, TextContent, ToolResultMessage, ToolSpec, UserContent
 
 ValidationProblem = tuple[str, str]
@@ -32,9 +41,6 @@ ValidationProblem = tuple[str, str]
 
 Validator = Callable[[dict[str, Any]], tuple[dict[str, Any], list[ValidationProblem]]]
 """Returns the arguments to pass to ``execute`` (possibly coerced) and the problems found."""
-
-SKIPPED_TEXT = "Skipped due to queued user message."
-CANCELLED_TEXT = "Cancelled"
 
 
 @dataclass(slots=True)
@@ -235,13 +241,45 @@ def format_path(path: Sequence[Any]) -> str:
 
 
 def validation_failed_text(name: str, problems: Sequence[ValidationProblem], raw: Any) -> str:
-    """The exact SPEC §5 text for arguments that fail validation."""
-    lines = [f'Validation failed for tool "{name}":']
+    """The invalid-arguments result: a header, one line per problem, the raw arguments.
+
+    Arguments too deep (or too odd) for ``json.dumps`` are shown abbreviated by ``reprlib``
+    rather than failing the call."""
+    lines = [validation_header(name)]
     lines.extend(f"  - {path}: {message}" for path, message in problems)
     lines.append("")
     lines.append("Received arguments:")
-    lines.append(raw if isinstance(raw, str) else json.dumps(raw, indent=2, default=str))
+    if isinstance(raw, str):
+        lines.append(raw)
+    else:
+        try:
+            lines.append(json.dumps(raw, indent=2, default=str))
+        except (TypeError, ValueError, RecursionError):
+            lines.append(reprlib.repr(raw))
     return "\n".join(lines)
+
+
+_JSON_KINDS: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def arguments_problem(raw: str) -> str:
+    """Why argument text the provider could not turn into an object was refused: not JSON,
+    JSON nested too deeply to parse, or JSON of another kind than an object."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        return TOO_DEEP_TEXT
+    except ValueError:
+        return NOT_JSON_TEXT
+    kind = _JSON_KINDS.get(type(value))
+    return not_object_text(kind) if kind is not None else NOT_JSON_TEXT
 
 
 # -- normalisation ----------------------------------------------------------------------------
@@ -372,9 +410,7 @@ def to_json_text(value: Any) -> str:
 
 
 def error_result(call_id: str, name: str, text: str, *, skipped: bool = False) -> ToolResultMessage:
-    return ToolResultMessage(
-        call_id, name, [TextContent(text)], is_error=True, skipped=skipped
-    )
+    return ToolResultMessage(call_id, name, [TextContent(text)], is_error=True, skipped=skipped)
 
 
 __all__ = [
@@ -385,6 +421,7 @@ __all__ = [
     "ToolResult",
     "Validator",
     "accepted_extras",
+    "arguments_problem",
     "as_agent_tool",
     "error_result",
     "json_schema_validator",

@@ -10,7 +10,7 @@ replays all go through it), so tests of one hold for the others.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -207,7 +207,7 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], bool]:
     an argument-less call).  Returns ``(arguments, ok)``; a non-object is not ok."""
     try:
         value = _fastjson.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested ~1,000 levels deep
         return {}, not raw.strip()
     if isinstance(value, dict):
         return value, True
@@ -252,11 +252,14 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 def error_text(exc: BaseException) -> str:
-    """``str(exc)``, or the class name when that is empty (a bare ``RuntimeError()``)."""
-    return str(exc) or type(exc).__name__
+    """``str(exc)``, or the class name when that is empty (a bare ``RuntimeError()``) or when
+    the exception's ``__str__`` itself raises."""
+    try:
+        text = str(exc)
+    except Exception:
+        return type(exc).__name__
+    return text or type(exc).__name__
 
-
-ProviderFactory: TypeAlias = Callable[[], Provider]
 
 __all__ = [
     "Context",

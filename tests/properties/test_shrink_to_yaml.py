@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+import openprogram.calls as calls_module
 import openprogram.loop as loop_module
 from openprogram.tools import make_result
 from openprogram_testing.invariants import InvariantViolation
@@ -78,7 +79,7 @@ def test_wrong_tool_value_is_caught_shrunk_and_replayed_from_yaml(
             value = {**value, "x": value["x"] + 1}
         return make_result(call_id, name, value)
 
-    monkeypatch.setattr(loop_module, "make_result", buggy_make_result)
+    monkeypatch.setattr(calls_module, "make_result", buggy_make_result)
     with pytest.raises(OutcomeMismatch) as caught:
         run_property(event_runner)
     assert '{"x": 6}' in str(caught.value)

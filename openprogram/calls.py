@@ -1,0 +1,297 @@
+"""Running one tool call, and the mutable state of a run that the loop and this module share.
+
+``prepare`` answers everything about a call that needs no ``await`` (unknown tool, arguments that
+did not parse or validate) and calls a plain sync tool directly: the hot path.  ``invoke`` is the
+general path (extras, async bodies, timeouts, cancellation, live updates); ``settle`` awaits what
+a plain function returned.  Every path turns every outcome into a result the same way: an
+``Exception`` (or a value that cannot become text) is an error result, a ``BaseException`` ends
+the run ``aborted`` (``abort_call``), a ``KeyboardInterrupt``/``SystemExit`` being re-raised after
+``agent_end``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+from collections.abc import AsyncGenerator, Awaitable
+from functools import partial
+from typing import Any
+
+from ._sync import run_in_daemon_thread
+from .cancel import CancelToken
+from .config import AgentContext, LoopConfig
+from .events import AgentEvent, ToolExecutionUpdate
+from .providers.base import Context, StreamOptions, error_text
+from .texts import CANCELLED_TEXT, timed_out_text, tool_not_found_text, unserialisable_text
+from .tools import (
+    AgentTool,
+    arguments_problem,
+    error_result,
+    make_result,
+    validation_failed_text,
+)
+from .types import Message, ToolCall, ToolResultMessage, UserMessage
+
+
+class RunState:
+    """Mutable state of one run, shared by the loop and its helpers (``prepare``, ``invoke``)."""
+
+    __slots__ = (
+        "aborted",
+        "config",
+        "context",
+        "failed",
+        "new_messages",
+        "options",
+        "provider_context",
+        "reraise",
+        "steering",
+        "tools",
+    )
+
+    def __init__(self, context: AgentContext, tools: list[AgentTool], config: LoopConfig) -> None:
+        self.config = config
+        self.context = context
+        self.tools = {t.name: t for t in tools}
+        self.provider_context = Context(
+            system_prompt=context.system_prompt,
+            messages=context.messages,
+            tools=[t.spec for t in tools],
+        )
+        self.options = StreamOptions(
+            tool_choice=config.tool_choice,
+            parallel_tool_calls=config.parallel_tool_calls,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            cancel=config.cancel,
+            extras=config.extras,
+        )
+        self.new_messages: list[Message] = []
+        self.steering: list[UserMessage] = []
+        self.aborted = False
+        self.failed = False  # a steering source raised an Exception: the run ends "error"
+        self.reraise: BaseException | None = None
+
+    def append(self, message: Message) -> None:
+        self.context.messages.append(message)
+        self.new_messages.append(message)
+
+
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+"""Types a tool commonly returns that are never awaitable: skips ``inspect.isawaitable``'s ABC
+check on the hot path (the profile showed it in every round)."""
+
+
+def prepare(
+    run: RunState, call: ToolCall
+) -> tuple[ToolResultMessage | Awaitable[Any] | None, Any, dict[str, Any]]:
+    """Everything about one call that needs no ``await``: an unknown tool, argument JSON that did
+    not parse and failed validation are answered here, and a plain sync tool (the hot path) is
+    called directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what
+    a plain tool returned that must still be awaited (``settle``), or ``None``: the general path
+    (``invoke``: extras, async bodies, timeouts) runs the call."""
+    tool = run.tools.get(call.name)
+    if tool is None:
+        return error_result(call.id, call.name, tool_not_found_text(call.name)), None, {}
+    if call.raw_arguments is not None:
+        problem = [("root", arguments_problem(call.raw_arguments))]
+        text = validation_failed_text(call.name, problem, call.raw_arguments)
+        return error_result(call.id, call.name, text), tool, {}
+    try:
+        arguments, problems = tool.validate(call.arguments)
+    except RecursionError:
+        arguments, problems = call.arguments, [("root", "arguments are nested too deeply")]
+    if problems:
+        text = validation_failed_text(call.name, problems, call.arguments)
+        return error_result(call.id, call.name, text), tool, arguments
+    if tool.accepts or tool.is_async or run.config.tool_timeout_s is not None:
+        return None, tool, arguments
+    try:
+        value = tool.execute(arguments)
+    except Exception as exc:
+        return error_result(call.id, call.name, error_text(exc)), tool, arguments
+    except BaseException as exc:
+        return abort_call(run, call, exc), tool, arguments
+    if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
+        return value, tool, arguments
+    try:
+        return make_result(call.id, call.name, value), tool, arguments
+    except Exception as exc:  # (inline rather than safe_result: this is the hot path)
+        text = unserialisable_text(call.name, error_text(exc))
+        return error_result(call.id, call.name, text), tool, arguments
+
+
+def source_failed(run: RunState, exc: BaseException) -> None:
+    """A steering source raised inside a batch: close the batch as on abort; the run ends
+    ``error`` (``aborted`` for a ``BaseException``) and re-raises after ``agent_end``."""
+    run.aborted = True
+    if isinstance(exc, asyncio.CancelledError):
+        return
+    run.failed = isinstance(exc, Exception)
+    if run.reraise is None:
+        run.reraise = exc
+
+
+def abort_call(run: RunState, call: ToolCall, exc: BaseException) -> ToolResultMessage:
+    """A ``BaseException`` from a tool: the run ends ``aborted``; non-cancellation ones
+    (``KeyboardInterrupt``, ``SystemExit``) are re-raised after ``agent_end``."""
+    run.aborted = True
+    if not isinstance(exc, asyncio.CancelledError) and run.reraise is None:
+        run.reraise = exc
+    return error_result(call.id, call.name, CANCELLED_TEXT)
+
+
+async def invoke(
+    run: RunState,
+    tool: AgentTool,
+    call: ToolCall,
+    arguments: dict[str, Any],
+    outcome: list[ToolResultMessage],
+) -> AsyncGenerator[AgentEvent, None]:
+    """The general path: extras, async bodies, timeouts, cancellation and live updates."""
+    config = run.config
+    loop = asyncio.get_running_loop()
+    updates: list[Any] = []
+    wake = asyncio.Event()
+    kwargs: dict[str, Any] = {}
+    if "tool_call_id" in tool.accepts:
+        kwargs["tool_call_id"] = call.id
+    if "cancel" in tool.accepts:
+        kwargs["cancel"] = config.cancel if config.cancel is not None else CancelToken()
+    if "on_update" in tool.accepts:
+
+        def on_update(partial_value: Any) -> None:
+            updates.append(partial_value)
+            try:
+                if asyncio.get_running_loop() is loop:
+                    wake.set()
+                    return
+            except RuntimeError:
+                pass
+            loop.call_soon_threadsafe(wake.set)
+
+        kwargs["on_update"] = on_update
+
+    timeout = config.tool_timeout_s
+    try:
+        if tool.is_async:
+            future: asyncio.Future[Any] = asyncio.ensure_future(
+                _guard(tool.execute(arguments, **kwargs))
+            )
+        elif timeout is not None:
+            # A daemon thread, not the default executor: a tool that never returns must not
+            # keep ``asyncio.run`` or the interpreter from finishing (docs/decisions.md).
+            ctx = contextvars.copy_context()
+            future = run_in_daemon_thread(partial(ctx.run, tool.execute, arguments, **kwargs))
+        else:
+            value = tool.execute(arguments, **kwargs)
+            if inspect.isawaitable(value):
+                future = asyncio.ensure_future(_guard(value))
+            else:
+                for item in updates:
+                    yield ToolExecutionUpdate(
+                        tool_call_id=call.id, tool_name=call.name, partial=item
+                    )
+                outcome.append(safe_result(call.id, call.name, value))
+                return
+    except Exception as exc:
+        outcome.append(error_result(call.id, call.name, error_text(exc)))
+        return
+    except BaseException as exc:
+        outcome.append(abort_call(run, call, exc))
+        return
+
+    deadline = None if timeout is None else loop.time() + timeout
+    cancel_wait = asyncio.ensure_future(config.cancel.wait()) if config.cancel is not None else None
+    try:
+        while True:
+            wake_wait = asyncio.ensure_future(wake.wait())
+            waits: set[asyncio.Future[Any]] = {future, wake_wait}
+            if cancel_wait is not None:
+                waits.add(cancel_wait)
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
+            try:
+                await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                wake_wait.cancel()
+            wake.clear()
+            while updates:
+                item = updates.pop(0)
+                yield ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=item)
+            if future.done():
+                break
+            if cancel_wait is not None and cancel_wait.done():
+                future.cancel()
+                outcome.append(abort_call(run, call, asyncio.CancelledError()))
+                return
+            if deadline is not None and loop.time() >= deadline:
+                future.cancel()
+                assert timeout is not None
+                outcome.append(error_result(call.id, call.name, timed_out_text(call.name, timeout)))
+                return
+    except asyncio.CancelledError as exc:
+        future.cancel()
+        outcome.append(abort_call(run, call, exc))
+        return
+    finally:
+        if cancel_wait is not None:
+            cancel_wait.cancel()
+
+    try:
+        value = future.result()
+    except asyncio.CancelledError as exc:
+        outcome.append(abort_call(run, call, exc))
+        return
+    except _Escaped as exc:
+        outcome.append(abort_call(run, call, exc.inner))
+        return
+    except Exception as exc:
+        outcome.append(error_result(call.id, call.name, error_text(exc)))
+        return
+    except BaseException as exc:
+        outcome.append(abort_call(run, call, exc))
+        return
+    outcome.append(safe_result(call.id, call.name, value))
+
+
+class _Escaped(Exception):
+    """Carries a ``KeyboardInterrupt``/``SystemExit`` out of a tool's task: asyncio re-raises
+    those from the event loop itself (killing it, with no ``agent_end``), so ``_guard`` wraps
+    them and the loop unwraps them into the same ``aborted`` path as a sync tool's."""
+
+    def __init__(self, inner: BaseException) -> None:
+        super().__init__(type(inner).__name__)
+        self.inner = inner
+
+
+async def _guard(awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except (KeyboardInterrupt, SystemExit) as exc:
+        raise _Escaped(exc) from None
+
+
+async def settle(run: RunState, call: ToolCall, pending: Awaitable[Any]) -> ToolResultMessage:
+    """The result of a plain function that returned an awaitable (a lambda around a coroutine,
+    say): awaited here, failures fed back like any tool's."""
+    try:
+        value = await pending
+    except Exception as exc:
+        return error_result(call.id, call.name, error_text(exc))
+    except BaseException as exc:
+        return abort_call(run, call, exc)
+    return safe_result(call.id, call.name, value)
+
+
+def safe_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
+    """``make_result``, or an error result when the value cannot be turned into text (a
+    structure too deep to serialise, a ``model_dump``/``__str__`` that raises): the same on
+    every path, sync, async or timed."""
+    try:
+        return make_result(call_id, name, value)
+    except Exception as exc:
+        return error_result(call_id, name, unserialisable_text(name, error_text(exc)))
+
+
+__all__ = ["RunState", "abort_call", "invoke", "prepare", "safe_result", "settle", "source_failed"]

@@ -1,0 +1,177 @@
+"""Who is running and where the loop polls: ``RunInfo``, ``PollPoint`` and the message queues.
+
+``RunInfo`` names one run of the loop started by ``Runtime.exec`` (a *work* run, ``kind="exec"``)
+or by its ``choices=`` decision (``kind="choices"``), and links a nested run to the run and the
+tool call that started it, so observers can rebuild the tree of runs of one ``exec``.
+
+``PollPoint`` tells a steering or follow-up source where the loop is polling it.  A source
+receives one only if it declares a positional parameter (``def source(point): ...``); the loop
+decides that once per run (``wants_poll_point``), so a source without the parameter costs nothing
+extra.
+
+``MessageQueue`` is the thread-safe queue behind ``Runtime.steer`` and ``Runtime.follow_up``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import types
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from .types import UserMessage
+
+RunKind: TypeAlias = Literal["exec", "choices"]
+HookKind: TypeAlias = Literal["steering", "follow_up"]
+DrainMode: TypeAlias = Literal["one_at_a_time", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One run of the loop started by ``Runtime.exec``.
+
+    - ``run_id``: unique within the process (``"run-1"``, ``"run-2"``, ...);
+    - ``parent_id``: the run whose tool body started this one (``None`` for an outermost run);
+      for a ``choices`` run, the work run it decides for;
+    - ``depth``: 0 for an outermost run, 1 for a run started inside one of its tool calls, ...;
+    - ``tool_call_id``/``tool_name``: the tool call of the parent run whose body called
+      ``exec`` (``None`` for an outermost run and for ``choices`` runs);
+    - ``kind``: ``"exec"`` (the work) or ``"choices"`` (one ask of the ``choices=`` decision).
+    """
+
+    run_id: str
+    parent_id: str | None = None
+    depth: int = 0
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    kind: RunKind = "exec"
+
+
+@dataclass(frozen=True, slots=True)
+class PollPoint:
+    """Where the loop polls a steering or follow-up source.
+
+    - ``hook``: ``"steering"`` or ``"follow_up"``;
+    - ``round``: the 0-based round the poll belongs to (the initial steering poll, right after the
+      prompts, belongs to round 0);
+    - ``call_index``: the index in its batch of the call just executed, or ``None`` when the poll
+      is not right after a call (initial poll, end of a round, follow-up poll);
+    - ``calls_in_round``/``calls_in_run``: calls executed so far in this round / this run
+      (skipped and cancelled calls are not executed and not counted);
+    - ``batch_done``: no call of the round's batch remains to be run (``True`` after the last
+      call, at the end of a round and for follow-up polls; ``False`` for the initial poll);
+    - ``depth``: the run's nesting depth (0 outermost; see ``RunInfo``);
+    - ``run``: the ``RunInfo`` of a ``Runtime`` run, ``None`` for a bare ``agent_loop``.
+
+    The loop polls steering right after the prompts, after every executed call (in ``skip``
+    mode: until steering arrives in the batch), and at the end of a round when another round is
+    allowed and the batch handed nothing back; it polls follow-ups when the model finished and
+    another round is allowed.  It never polls when it could not deliver the answer.
+    """
+
+    hook: HookKind
+    round: int
+    call_index: int | None
+    calls_in_round: int
+    calls_in_run: int
+    batch_done: bool
+    depth: int = 0
+    run: RunInfo | None = None
+
+
+MessageSource: TypeAlias = Callable[
+    ..., "Awaitable[Sequence[UserMessage | str]] | Sequence[UserMessage | str]"
+]
+"""A steering or follow-up source: ``() -> messages`` or ``(point: PollPoint) -> messages``, sync
+or async, returning user messages or plain strings."""
+
+_POSITIONAL = (
+    inspect.Parameter.POSITIONAL_ONLY,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    inspect.Parameter.VAR_POSITIONAL,
+)
+_CO_VARARGS = inspect.CO_VARARGS
+
+
+def wants_poll_point(source: Callable[..., Any] | None) -> bool:
+    """Whether ``source`` declares a positional parameter, i.e. is called with a ``PollPoint``.
+
+    Plain functions and bound methods are answered from their code object (no ``inspect``);
+    anything else through ``inspect.signature`` (an uninspectable callable gets no point).
+    """
+    if source is None:
+        return False
+    if type(source) is types.FunctionType:
+        code = source.__code__
+        return code.co_argcount > 0 or bool(code.co_flags & _CO_VARARGS)
+    if type(source) is types.MethodType and type(source.__func__) is types.FunctionType:
+        code = source.__func__.__code__
+        return code.co_argcount > 1 or bool(code.co_flags & _CO_VARARGS)
+    try:
+        params = inspect.signature(source).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in _POSITIONAL for p in params)
+
+
+class MessageQueue:
+    """A thread-safe FIFO of user messages with a drain mode: ``"one_at_a_time"`` hands one
+    message per poll, ``"all"`` hands everything queued.  ``take`` is what a run polls."""
+
+    __slots__ = ("_items", "_lock", "mode")
+
+    def __init__(self, mode: DrainMode = "one_at_a_time") -> None:
+        check_drain_mode(mode)
+        self.mode: DrainMode = mode
+        self._items: deque[UserMessage] = deque()
+        self._lock = threading.Lock()
+
+    def put(self, messages: Iterable[UserMessage]) -> None:
+        with self._lock:
+            self._items.extend(messages)
+
+    def take(self) -> list[UserMessage]:
+        """Remove and return the messages of one poll (none when empty)."""
+        if not self._items:
+            return []
+        with self._lock:
+            if self.mode == "all":
+                taken = list(self._items)
+                self._items.clear()
+                return taken
+            return [self._items.popleft()] if self._items else []
+
+    def clear(self) -> list[UserMessage]:
+        """Remove and return everything queued."""
+        with self._lock:
+            taken = list(self._items)
+            self._items.clear()
+            return taken
+
+    def snapshot(self) -> list[UserMessage]:
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def check_drain_mode(mode: object) -> None:
+    if mode not in ("one_at_a_time", "all"):
+        raise ValueError(f"drain mode must be 'one_at_a_time' or 'all', got {mode!r}")
+
+
+__all__ = [
+    "DrainMode",
+    "HookKind",
+    "MessageQueue",
+    "MessageSource",
+    "PollPoint",
+    "RunInfo",
+    "RunKind",
+    "check_drain_mode",
+    "wants_poll_point",
+]
