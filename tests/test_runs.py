@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+from _loop import add_tool
 
 from openprogram import (
     AgentContext,
@@ -25,8 +26,6 @@ from openprogram import (
 )
 from openprogram.runs import MessageQueue, wants_poll_point
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
-
-from _loop import add_tool
 
 # -- run_sync ---------------------------------------------------------------------------------
 
@@ -156,7 +155,11 @@ def test_observe_context_manager_sees_runs_only_while_open() -> None:
 
 def test_choices_runs_are_tagged_as_choices_children_of_the_work_run() -> None:
     provider = ScriptedProvider(
-        ["thinking done", turn(call("choose", {"choice": "nope"})), turn(call("choose", {"choice": "yes"}))]
+        [
+            "thinking done",
+            turn(call("choose", {"choice": "nope"})),
+            turn(call("choose", {"choice": "yes"})),
+        ]
     )
     seen: list[tuple[RunInfo, str]] = []
     runtime = Runtime(provider, "m", on_run_event=lambda i, e: seen.append((i, e.type)))
