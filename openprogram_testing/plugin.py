@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .extras import MissingExtra, require
 from .invariants import check_invariants
 from .scripted import ScriptedProvider
 from .steering import SteeringSchedule
@@ -98,6 +99,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _need_extra(fixture: str, *modules: str) -> None:
+    """Fail the test that uses ``fixture`` (not the whole session) with the install line when a
+    dependency of the testing extra is missing."""
+    __tracebackhide__ = True
+    try:
+        require(f"the `{fixture}` fixture", *modules)
+    except MissingExtra as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
 @pytest.fixture
 def scripted_provider() -> Iterator[ScriptedProvider]:
     """An empty strict ``ScriptedProvider``; add turns with ``.add(...)``.  At teardown an
@@ -112,7 +123,12 @@ def provider_emulator() -> Iterator[ProviderEmulator]:
     """A started strict ``ProviderEmulator`` (loopback HTTP, OpenAI and Anthropic wire formats);
     add turns with ``.add(...)``.  At teardown it is stopped (threads joined, port freed), then an
     unexpected request or an unplayed turn fails the test."""
-    from .emulator import ProviderEmulator
+    __tracebackhide__ = True
+    try:
+        from .emulator import ProviderEmulator
+    except ModuleNotFoundError as exc:  # a dependency of the testing extra
+        _need_extra("provider_emulator", exc.name or "")
+        raise
 
     emulator = ProviderEmulator().start()
     try:
@@ -141,6 +157,8 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     ``cassettes/<module>/<test>.yaml``) around the test.  ``--openprogram-record-mode=once``
     records it (real model requests are allowed then).  At teardown, interactions left unplayed
     or a request that matched nothing fail the test."""
+    __tracebackhide__ = True
+    _need_extra("cassette", "yaml", "vcr")
     from .cassettes import use_cassette
 
     marker = request.node.get_closest_marker("op_cassette")
@@ -274,13 +292,15 @@ def loop_runner(request: pytest.FixtureRequest) -> LoopRunner:
 
 
 @pytest.fixture
-def trace_snapshot(snapshot: Any) -> Any:
+def trace_snapshot(request: pytest.FixtureRequest) -> Any:
     """syrupy's ``snapshot`` storing traces as text (``TraceSnapshotExtension``: one
     ``__snapshots__/<module>/<test>.trace.txt`` file per snapshot):
     ``assert trace_snapshot == trace``.  Update with ``--snapshot-update``."""
+    __tracebackhide__ = True
+    _need_extra("trace_snapshot", "syrupy")
     from .snapshot import TraceSnapshotExtension
 
-    return snapshot.use_extension(TraceSnapshotExtension)
+    return request.getfixturevalue("snapshot").use_extension(TraceSnapshotExtension)
 
 
 @pytest.hookimpl(wrapper=True)
