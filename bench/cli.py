@@ -19,7 +19,7 @@ from .frameworks import ALL, FLOOR, OURS, PEERS, load_many
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 SMOKE_OUTPUT = Path(__file__).resolve().parent / "results" / "smoke.json"
-ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "import")
+ALL_WORKLOADS = ("W1", "W2", "W1-async", "W2-async", "W3", "W4", "W5", "W6", "W7", "W8", "import")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -117,6 +117,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if "W2" in wanted:
         progress("W2")
         put("W2", await workloads.w2(frameworks, cfg))
+    if "W1-async" in wanted:
+        progress("W1-async")
+        put("W1-async", await workloads.w1(frameworks, cfg, "async"))
+    if "W2-async" in wanted:
+        progress("W2-async")
+        put("W2-async", await workloads.w2(frameworks, cfg, "async"))
     if "W3" in wanted:
         progress("W3")
         put("W3", await workloads.w3(frameworks, cfg))
@@ -131,6 +137,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 put(key, rows)
             if pending:
                 results["pending"][key] = pending
+    if "W7" in wanted:
+        progress("W7")
+        put("W7", await workloads.w7([fw for fw in frameworks if fw.name in (FLOOR, OURS)], cfg))
+    if "W8" in wanted and OURS in loaded:
+        progress("W8")
+        for key, rows in (await workloads.w8(cfg)).items():
+            put(key, rows)
     if "import" in wanted and cfg.subprocesses:
         progress("import")
         names_i = ["openprogram", "openprogram_testing", *[p for p in PEERS if p in loaded]]

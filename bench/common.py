@@ -10,12 +10,13 @@ final text fails ``Script.check`` with a ``BenchError`` instead of producing a f
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from time import perf_counter_ns, process_time_ns
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 CLOCKS = {"wall": perf_counter_ns, "cpu": process_time_ns}
 """``wall`` (default) is what a user waits; ``cpu`` (the process's CPU time, all threads) is
@@ -33,6 +34,11 @@ def set_clock(name: str) -> None:
 def now_ns() -> int:
     return _clock[0]()
 
+
+ToolKind = Literal["sync", "async", "async_yield"]
+TOOL_KINDS: tuple[str, ...] = get_args(ToolKind)
+"""The benchmarked tool as a plain function (``sync``) or an ``async def`` (``async``; with
+``async_yield`` it awaits ``asyncio.sleep(0)`` once per call)."""
 
 FINAL_TEXT = "done"
 """The final assistant text every run must return."""
@@ -54,13 +60,24 @@ class PlannedCall:
 class Script:
     """The per-run plan every fake model follows (see the module docstring)."""
 
-    __slots__ = ("calls_per_round", "model_calls", "stamps", "tool_calls", "tool_rounds", "total")
+    __slots__ = (
+        "calls_per_round",
+        "model_calls",
+        "stamps",
+        "tool",
+        "tool_calls",
+        "tool_rounds",
+        "total",
+    )
 
-    def __init__(self, tool_rounds: int, calls_per_round: int = 1) -> None:
+    def __init__(self, tool_rounds: int, calls_per_round: int = 1, tool: ToolKind = "sync") -> None:
         if tool_rounds < 0 or calls_per_round < 1:
             raise ValueError("tool_rounds must be >= 0 and calls_per_round >= 1")
+        if tool not in TOOL_KINDS:
+            raise ValueError(f"tool must be one of {', '.join(TOOL_KINDS)}, got {tool!r}")
         self.tool_rounds = tool_rounds
         self.calls_per_round = calls_per_round
+        self.tool: ToolKind = tool
         self.model_calls = 0
         self.stamps: list[int] = []
         self.tool_calls = 0
@@ -82,6 +99,14 @@ class Script:
         self.total += a + b
         return a + b
 
+    async def aadd(self, a: int, b: int) -> int:
+        """The ``async def`` twin of ``add`` (the usual shape of an I/O tool); with
+        ``tool="async_yield"`` it also yields to the event loop once, as real I/O would, so that
+        concurrent runs interleave."""
+        if self.tool == "async_yield":
+            await asyncio.sleep(0)
+        return self.add(a, b)
+
     @property
     def expected_total(self) -> int:
         r, c = self.tool_rounds, self.calls_per_round
@@ -102,7 +127,9 @@ class Script:
         if final_text != FINAL_TEXT:
             problems.append(f"final text {final_text!r}, expected {FINAL_TEXT!r}")
         if problems:
-            raise BenchError(f"{framework}: the loop did not run as scripted: " + "; ".join(problems))
+            raise BenchError(
+                f"{framework}: the loop did not run as scripted: " + "; ".join(problems)
+            )
 
 
 @dataclass(slots=True)
@@ -122,13 +149,16 @@ class Framework(Protocol):
     def version(self) -> str: ...
 
     async def run(self, script: Script) -> Any:
-        """Run one loop driven by ``script``; return the final text."""
+        """Run one loop driven by ``script`` with a tool of kind ``script.tool``; return the
+        final text."""
         ...
 
 
-async def timed_run(fw: Framework, tool_rounds: int, calls_per_round: int = 1) -> Proof:
-    """One complete, checked run of ``fw``."""
-    script = Script(tool_rounds, calls_per_round)
+async def timed_run(
+    fw: Framework, tool_rounds: int, calls_per_round: int = 1, tool: ToolKind = "sync"
+) -> Proof:
+    """One complete, checked run of ``fw`` (its tool of kind ``tool``)."""
+    script = Script(tool_rounds, calls_per_round, tool)
     clock = _clock[0]
     start = clock()
     final = await fw.run(script)

@@ -37,7 +37,8 @@ def _model(script: Script, messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def run(script: Script) -> Any:
-    tools = {"add": script.add}
+    sync = script.tool == "sync"
+    tools = {"add": script.add if sync else script.aadd}
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     while True:
         reply = _model(script, messages)
@@ -47,4 +48,6 @@ async def run(script: Script) -> Any:
             return reply["content"]
         for c in calls:
             result = tools[c["name"]](**json.loads(c["arguments"]))
+            if not sync:
+                result = await result
             messages.append({"role": "tool", "tool_call_id": c["id"], "content": str(result)})

@@ -2,9 +2,9 @@
 langchain-core ``GenericFakeChatModel`` taught ``bind_tools``.
 
 The graph is compiled once; each run gives the fake model a fresh reply iterator that follows the
-run's script.  The sync ``invoke`` is used: it measured faster than ``ainvoke`` here (the async
-path of a sync fake model and sync tool goes through executors), so LangGraph gets its best
-configuration.  ``create_react_agent`` warns that it moved to ``langchain.agents``; langgraph
+run's script.  With the sync tool the sync ``invoke`` is used: it measured faster than ``ainvoke``
+here (the async path of a sync fake model and sync tool goes through executors), so LangGraph
+gets its best configuration; an ``async def`` tool needs ``ainvoke``.  ``create_react_agent`` warns that it moved to ``langchain.agents``; langgraph
 still ships it, and the warning is silenced.
 """
 
@@ -60,16 +60,25 @@ def _replies(script: Script) -> Iterator[AIMessage]:
         )
 
 
+@tool("add")
+async def aadd(a: int, b: int) -> int:
+    """Add two integers."""
+    return await _current[0].aadd(a, b)
+
+
 _model = ToolCallingFakeModel(messages=iter(()))
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     _graph = create_react_agent(_model, [add])
+    _async_graph = create_react_agent(_model, [aadd])
 
 
 async def run(script: Script) -> Any:
     _current[:] = [script]
     _model.messages = _replies(script)
-    state = _graph.invoke(
-        {"messages": [("user", "go")]}, config={"recursion_limit": 2 * script.tool_rounds + 5}
-    )
+    config = {"recursion_limit": 2 * script.tool_rounds + 5}
+    if script.tool == "sync":
+        state = _graph.invoke({"messages": [("user", "go")]}, config=config)
+    else:  # an async tool needs the async graph API
+        state = await _async_graph.ainvoke({"messages": [("user", "go")]}, config=config)
     return state["messages"][-1].content

@@ -39,7 +39,14 @@ def _respond(_call: Any) -> list[Any]:
     return [function_call("add", {"a": c.a, "b": c.b}, call_id=c.id) for c in calls]
 
 
+@function_tool(name_override="add")
+async def aadd(a: int, b: int) -> int:
+    """Add two integers."""
+    return await _current[0].aadd(a, b)
+
+
 _agent = Agent(name="bench", instructions=None, tools=[add])
+_async_agent = Agent(name="bench", instructions=None, tools=[aadd])
 _STEP = ModelStep.respond(_respond)
 
 
@@ -47,7 +54,7 @@ async def run(script: Script) -> Any:
     _current[:] = [script]
     model = ScriptedModel([_STEP] * (script.tool_rounds + 1))
     result = await Runner.run(
-        _agent,
+        _agent if script.tool == "sync" else _async_agent,
         "go",
         max_turns=script.tool_rounds + 2,
         run_config=RunConfig(model=model, tracing_disabled=True),

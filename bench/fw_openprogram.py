@@ -7,6 +7,7 @@ records every request (a snapshot of the history) as it does in tests.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from importlib.metadata import version as _dist_version
 from typing import Any
 
@@ -37,8 +38,18 @@ def add(arguments: dict[str, Any]) -> int:
     return _current[0].add(arguments["a"], arguments["b"])
 
 
+_script: ContextVar[Script] = ContextVar("bench_script")
+"""The async tool finds its run's script here: concurrent runs (W7) each run in a task with its
+own copy of the context, so they never share one."""
+
+
+async def aadd(arguments: dict[str, Any]) -> int:
+    return await _script.get().aadd(arguments["a"], arguments["b"])
+
+
 TOOL = {"spec": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA},
         "execute": add}
+ASYNC_TOOL = {"spec": TOOL["spec"], "execute": aadd}
 """Defined once, as a program defines its tools (the peers' tools are module-level too)."""
 
 
@@ -56,11 +67,25 @@ def _responder(script: Script) -> Any:
     return respond
 
 
-async def run(script: Script) -> Any:
+def menu(n: int) -> list[Any]:
+    """``add`` and ``n - 1`` other dict tools, built once (W8 offers the same objects each run)."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    others = [
+        {"spec": {"name": f"tool_{i}", "description": f"Tool number {i}.", "parameters": schema},
+         "execute": str}
+        for i in range(1, n)
+    ]
+    return [TOOL, *others]
+
+
+async def run(script: Script, tools: list[Any] | None = None) -> Any:
     _current[:] = [script]
+    _script.set(script)
     respond = _responder(script)
     provider = ScriptedProvider([respond] * (script.tool_rounds + 1))
-    context = AgentContext(messages=[], tools=[TOOL])
+    if tools is None:
+        tools = [TOOL if script.tool == "sync" else ASYNC_TOOL]
+    context = AgentContext(messages=[], tools=tools)
     stream = agent_loop("go", context, LoopConfig(provider=provider, model="bench"))
     events = 0
     async for _ in stream:

@@ -42,10 +42,17 @@ def add(a: int, b: int) -> int:
     return _current[0].add(a, b)
 
 
+async def aadd(a: int, b: int) -> int:
+    """Add two integers."""
+    return await _current[0].aadd(a, b)
+
+
 _agent = Agent(FunctionModel(_respond), tools=[Tool(add, takes_ctx=False)])
+_async_agent = Agent(FunctionModel(_respond), tools=[Tool(aadd, name="add", takes_ctx=False)])
 
 
 async def run(script: Script) -> Any:
     _current[:] = [script]
-    result = await _agent.run("go", usage_limits=_LIMITS)
+    agent = _agent if script.tool == "sync" else _async_agent
+    result = await agent.run("go", usage_limits=_LIMITS)
     return result.output

@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:  # bench/ is a top-level script package, not insta
 
 from bench import cli, report  # noqa: E402
 from bench.common import FINAL_TEXT, BenchError, Script, growth_ratio, timed_run  # noqa: E402
+from bench.frameworks import load  # noqa: E402
 
 
 def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
@@ -41,6 +42,39 @@ def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
     statuses = {t["target"]: t["status"] for t in results["targets"]}
     assert statuses["W1 µs/round"] in ("met", "MISSED")
     assert statuses["import openprogram ms"].startswith("pending")  # --no-subprocess
+
+
+def test_smoke_run_of_the_async_concurrency_and_menu_workloads(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    code = cli.main(["--smoke", "--no-subprocess", "--workloads", "W1,W2,W1-async,W2-async,W7,W8",
+                     "--output", str(out), "--quiet"])
+    assert code == 0
+    wl = json.loads(out.read_text())["workloads"]
+    for key in ("W1-async", "W2-async", "W7"):
+        assert set(wl[key]["results"]) == {"floor", "openprogram"}
+    ours_w2 = wl["W2-async"]["results"]["openprogram"]
+    assert ours_w2["x_sync"] == pytest.approx(
+        ours_w2["median"] / wl["W2"]["results"]["openprogram"]["median"]
+    )
+    w7 = wl["W7"]["results"]["openprogram"]
+    assert w7["x_one"] == pytest.approx(w7["median"] / w7["alone"]["median"])
+    assert set(wl) >= {"W8-1", "W8-10"}
+    w8 = wl["W8-10"]["results"]["openprogram"]
+    assert w8["per_tool"] == pytest.approx(
+        (w8["median"] - wl["W8-1"]["results"]["openprogram"]["median"]) / 9
+    )
+
+
+@pytest.mark.parametrize("tool", ["async", "async_yield"])
+def test_async_tools_pass_their_proof_too(tool: str) -> None:
+    for name in ("floor", "openprogram"):
+        proof = asyncio.run(timed_run(load(name), 3, 2, tool))  # type: ignore[arg-type]
+        assert len(proof.stamps) == 4
+
+
+def test_a_script_refuses_an_unknown_tool_kind() -> None:
+    with pytest.raises(ValueError, match="tool must be one of"):
+        Script(1, 1, "threaded")  # type: ignore[arg-type]
 
 
 class _Skipper:
@@ -131,7 +165,7 @@ def test_ratios_and_targets() -> None:
                        "load_average": [1.0, 2.0, 3.0]}
     md = report.markdown(results)
     assert "| **openprogram** | 40.0 | 40.0-40.0 | 4.00 | 0.10 | growth 1.10x |" in md
-    assert "| W6 examples/s | 200 | - | pending: strategies missing |" in md
+    assert "| W6 examples/s | 600 | - | pending: strategies missing |" in md
 
 
 def test_import_of_openprogram_is_timed_and_pulls_in_no_provider_sdk() -> None:
