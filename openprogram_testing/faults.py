@@ -1,15 +1,17 @@
-"""Frame-addressed fault mutations for recorded (or emulated) provider responses.
+"""The one fault vocabulary: frame-addressed mutations of provider responses.
 
-A server-sent-events body is a sequence of *frames* separated by blank lines.  The mutations in
-this module address frames by 0-based index, so a test can say "cut the stream after frame 7" or
-"garble the arguments of tool call 1" against any recorded stream of the three wire formats we
-speak (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) without editing the
-recording.  They compose: body mutations apply first, in list order; :class:`HttpError` replaces
-the whole response; :class:`Stall` and :class:`Rechunk` only shape how the final body is served
-(timing and byte boundaries), never its content.
+A stream is a sequence of *frames*: server-sent events (OpenAI Chat, OpenAI Responses,
+Anthropic, Gemini) or AWS event-stream messages (Bedrock).  Mutations address frames by 0-based
+index, so a test can say "cut the stream after frame 7", "corrupt frame 3's CRC" or "garble the
+arguments of tool call 1" against any recorded stream without editing the recording, and the
+provider emulator takes the same objects for its scripted responses (:class:`Fault` holds the
+emulator's short constructors over them).
 
-The frame helpers (:func:`split_frames`, :func:`join_frames`, :func:`detect_api`) are public so the
-provider emulator can reuse them.
+They compose: body mutations apply first, in list order; :class:`HttpError` replaces the whole
+response; :class:`Stall`, :class:`Latency` and :class:`Rechunk` only shape how the final body is
+served (timing and byte boundaries), never its content.  Frame splitting and terminal-frame
+detection belong to the wire formats (:mod:`openprogram_testing.wire`); the SSE helpers are
+re-exported here for the cassette tools.
 """
 
 from __future__ import annotations
@@ -18,20 +20,34 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any
+
+from openprogram.providers.wire import WireAPI
+
+from .wire import FORMATS, WireFormat, detect_format, eventstream, route
+from .wire import anthropic as _anthropic
+from .wire import openai_chat as _chat
+from .wire import openai_responses as _responses
+from .wire.bedrock import bedrock_error
+from .wire.gemini import gemini_error
+from .wire.openai_chat import GARBLE_PREFIX
+from .wire.sse import frame_data, frame_event, is_sse, join_frames, split_frames
 
 __all__ = [
     "GARBLE_PREFIX",
     "Api",
+    "CorruptCrc",
     "CorruptFrame",
     "DropTerminal",
+    "Fault",
     "FaultError",
     "GarbleToolArguments",
     "HttpError",
     "InjectError",
+    "Latency",
     "MutableResponse",
     "Mutation",
     "Rechunk",
@@ -46,132 +62,31 @@ __all__ = [
     "split_frames",
 ]
 
-Api = Literal["openai_chat", "openai_responses", "anthropic"]
-
-#: What :class:`GarbleToolArguments` puts in front of the first argument fragment.  Anything in
-#: front of a JSON document makes it invalid, whatever the rest of the fragments say.
-GARBLE_PREFIX = "<garbled>"
-
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+Api = WireAPI
 
 
 class FaultError(ValueError):
     """A mutation does not fit the response it is applied to (bad frame index, no such tool
-    call, not an SSE body...).  The message names the mutation and what the body has."""
+    call, not a stream...).  The message names the mutation and what the body has."""
 
 
-# --------------------------------------------------------------------------------------------
-# frames
-
-
-def split_frames(body: str) -> list[str]:
-    """Split an SSE body into frames (the text between blank lines, without the separator).
-
-    ``\\r\\n`` and lone ``\\r`` line endings are normalised to ``\\n`` (the SSE spec accepts all
-    three); runs of blank lines separate like one, since an empty event dispatches nothing.
-    ``join_frames(split_frames(b)) == b`` for every body in canonical form (``\\n`` endings, every
-    frame followed by one blank line), which is how the providers send them.
-    """
-    text = body.replace("\r\n", "\n").replace("\r", "\n")
-    return [frame.strip("\n") for frame in _BLANK_LINE.split(text) if frame.strip()]
-
-
-def join_frames(frames: Iterable[str]) -> str:
-    """Inverse of :func:`split_frames`: every frame followed by a blank line."""
-    return "".join(f"{frame}\n\n" for frame in frames)
-
-
-def frame_event(frame: str) -> str | None:
-    """The ``event:`` name of a frame, if it has one."""
-    for line in frame.split("\n"):
-        if line.startswith("event:"):
-            return line[6:].strip()
-    return None
-
-
-def frame_data(frame: str) -> str | None:
-    """The joined ``data:`` payload of a frame (``None`` when it has no data line)."""
-    parts = [line[5:].removeprefix(" ") for line in frame.split("\n") if line.startswith("data:")]
-    return "\n".join(parts) if parts else None
-
-
-def _frame_json(frame: str) -> Any:
-    data = frame_data(frame)
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
-
-
-def _with_data(frame: str, payload: Any) -> str:
-    """The frame with its data lines replaced by one compact JSON ``data:`` line."""
-    lines = [line for line in frame.split("\n") if not line.startswith("data:")]
-    lines.append("data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(lines)
-
-
-def is_sse(body: str) -> bool:
-    """Whether a body looks like a server-sent-events stream (first frame has a field line)."""
-    frames = split_frames(body[:4096])
-    if not frames:
-        return False
-    first = frames[0].split("\n")[0]
-    return first.startswith(("data:", "event:", "id:", "retry:", ":"))
-
-
-def detect_api(frames: Sequence[str], path: str | None = None) -> Api:
-    """Which wire format a stream speaks: from the request path when known, else the frames."""
-    if path:
-        if path.rstrip("/").endswith("/chat/completions"):
-            return "openai_chat"
-        if path.rstrip("/").endswith("/responses"):
-            return "openai_responses"
-        if path.rstrip("/").endswith("/messages"):
-            return "anthropic"
-    for frame in frames:
-        event = frame_event(frame) or ""
-        if event.startswith("response."):
-            return "openai_responses"
-        if event in ("message_start", "content_block_start", "message_stop", "ping"):
-            return "anthropic"
-        payload = _frame_json(frame)
-        if isinstance(payload, dict):
-            kind = str(payload.get("type", ""))
-            if kind.startswith("response."):
-                return "openai_responses"
-            if kind in ("message_start", "content_block_start", "content_block_delta"):
-                return "anthropic"
-            if payload.get("object") == "chat.completion.chunk":
-                return "openai_chat"
-    return "openai_chat"
-
-
-def _is_terminal(frame: str, api: Api) -> bool:
-    if api == "openai_chat":
-        return (frame_data(frame) or "").strip() == "[DONE]"
-    if api == "openai_responses":
-        kind = frame_event(frame)
-        if kind is None:
-            payload = _frame_json(frame)
-            kind = payload.get("type") if isinstance(payload, dict) else None
-        return kind in ("response.completed", "response.incomplete", "response.failed")
-    kind = frame_event(frame)
-    if kind is None:
-        payload = _frame_json(frame)
-        kind = payload.get("type") if isinstance(payload, dict) else None
-    return kind == "message_stop"
+def detect_api(frames: Sequence[str], path: str | None = None) -> WireAPI:
+    """Which wire format an SSE stream speaks: from the request path when known, else the
+    frames."""
+    return detect_format(list(frames), path).api
 
 
 # --------------------------------------------------------------------------------------------
 # the response being mutated
 
 
+_SEPARATOR = re.compile(r"(?:\r\n|\r|\n)(?:[ \t]*(?:\r\n|\r|\n))+")
+
+
 @dataclass
 class MutableResponse:
     """A response on its way to the client.  ``body`` is decoded text for text bodies (bytes
-    otherwise); ``pieces`` is the serving plan built from it: ``(delay_before_s, chunk)``."""
+    otherwise); ``stalls`` and ``chunking`` shape how it is served (see :meth:`pieces`)."""
 
     status: int
     reason: str
@@ -181,6 +96,7 @@ class MutableResponse:
     stalls: list[tuple[int, float]] = field(default_factory=list)
     chunking: Rechunk | None = None
     disconnect: bool = False
+    latency: float = 0.0
 
     @property
     def text(self) -> str:
@@ -188,14 +104,57 @@ class MutableResponse:
             raise FaultError("the response body is binary, not an SSE stream")
         return self.body
 
-    def frames(self, mutation: object) -> list[str]:
-        """The SSE frames of the body, or a clear error naming ``mutation`` if it has none."""
+    def is_eventstream(self) -> bool:
+        ctype = (self.header("content-type") or "").lower()
+        if eventstream.CONTENT_TYPE in ctype:
+            return True
+        data = self.body_bytes()
+        return bool(data) and not ctype.startswith("text/") and eventstream.is_eventstream(data)
+
+    def frames(self, mutation: object) -> list[Any]:
+        """The frames of the body (SSE frame texts, or raw event-stream messages), or a clear
+        error naming ``mutation`` if it is not a stream."""
+        if self.is_eventstream():
+            try:
+                return list(eventstream.split_messages(self.body_bytes()))
+            except eventstream.EventStreamError as exc:
+                raise FaultError(f"{mutation!r}: {exc}") from None
         if isinstance(self.body, bytes) or not is_sse(self.body):
             raise FaultError(
-                f"{mutation!r} needs a streamed (SSE) body, but this response "
-                f"(HTTP {self.status}, content-type {self.header('content-type')!r}) is not one"
+                f"{mutation!r} needs a streamed (SSE) body or an AWS event stream, but this "
+                f"response (HTTP {self.status}, content-type {self.header('content-type')!r}) "
+                "is not one"
             )
         return split_frames(self.body)
+
+    def set_frames(self, frames: Sequence[Any]) -> None:
+        """Replace the body by ``frames`` in the body's own framing (and line endings)."""
+        if (frames and isinstance(frames[0], bytes)) or self.is_eventstream():
+            self.body = eventstream.join_messages(frames)
+            return
+        crlf = isinstance(self.body, str) and "\r\n" in self.body[:4096]
+        text = join_frames(frames)
+        self.body = text.replace("\n", "\r\n") if crlf else text
+
+    def wire(self, frames: Sequence[Any]) -> WireFormat:
+        """The wire format of the stream (path first, then the frames)."""
+        if frames and isinstance(frames[0], bytes):
+            found = route((self.path or "").split("?", 1)[0])
+            if found is not None and found.wire.api in ("bedrock", "anthropic"):
+                return found.wire
+            chunked = any(_event_type(f) == "chunk" for f in frames)
+            return FORMATS["bedrock_invoke" if chunked else "bedrock"]
+        return detect_format(list(frames), self.path)
+
+    def is_terminal(self, wire: WireFormat, frame: Any) -> bool:
+        if isinstance(frame, bytes):
+            try:
+                message = eventstream.decode_message(frame)
+            except eventstream.EventStreamError:
+                return False
+            check = getattr(wire, "is_terminal_message", None)
+            return bool(check(message)) if check is not None else False
+        return wire.is_terminal(frame)
 
     def header(self, name: str) -> str | None:
         for key, values in self.headers.items():
@@ -212,20 +171,42 @@ class MutableResponse:
     def body_bytes(self) -> bytes:
         return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
 
+    def frame_offsets(self) -> list[int]:
+        """Byte offsets of the frame boundaries: ``[0, end of frame 0, end of frame 1, ...]``."""
+        if self.is_eventstream():
+            offsets = [0]
+            for message in self.frames("frame offsets"):
+                offsets.append(offsets[-1] + len(message))
+            return offsets
+        text = self.text
+        offsets, start = [0], 0
+        for m in _SEPARATOR.finditer(text):
+            if text[start : m.start()].strip():
+                offsets.append(len(text[: m.end()].encode("utf-8")))
+            start = m.end()
+        if text[start:].strip():
+            offsets.append(len(text.encode("utf-8")))
+        return offsets
+
     def pieces(self) -> list[tuple[float, bytes]]:
         """Split the final body into the chunks to serve, each with the delay before it."""
         data = self.body_bytes()
         cuts: dict[int, float] = {}
         if self.stalls:
-            offsets = _frame_offsets(self.text) if any(a for a, _ in self.stalls) else [0]
+            offsets = self.frame_offsets() if any(a for a, _ in self.stalls) else [0]
             for after, seconds in self.stalls:
                 if after > len(offsets) - 1:
                     raise FaultError(
                         f"Stall(after_frame={after}): the body has only {len(offsets) - 1} frames"
                     )
-                cut = len(self.text[: offsets[after]].encode("utf-8")) if after else 0
+                cut = offsets[after]
                 cuts[cut] = cuts.get(cut, 0.0) + seconds
         boundaries = set(cuts) | {0, len(data)}
+        if self.latency:
+            streamed = self.is_eventstream() or (isinstance(self.body, str) and is_sse(self.body))
+            for cut in self.frame_offsets()[:-1] if streamed else [0]:
+                cuts[cut] = cuts.get(cut, 0.0) + self.latency
+                boundaries.add(cut)
         if self.chunking is not None:
             boundaries |= set(self.chunking.boundaries(len(data)))
         points = sorted(b for b in boundaries if 0 <= b <= len(data))
@@ -237,12 +218,11 @@ class MutableResponse:
         return [(delay, chunk) for delay, chunk in out if chunk or delay]
 
 
-def _frame_offsets(body: str) -> list[int]:
-    """Offsets of the frame boundaries of a canonical body: ``[0, end of frame 0, ...]``."""
-    offsets = [0]
-    for frame in split_frames(body):
-        offsets.append(offsets[-1] + len(frame) + 2)
-    return offsets
+def _event_type(raw: bytes) -> str | None:
+    try:
+        return eventstream.decode_message(raw).event_type
+    except eventstream.EventStreamError:
+        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,9 +236,9 @@ class Mutation:
         raise NotImplementedError
 
 
-def _check_frame(mutation: object, n: int, frames: Sequence[str], *, allow_end: bool) -> None:
+def _check_frame(mutation: object, n: int, frames: Sequence[Any], *, allow_end: bool) -> None:
     top = len(frames) if allow_end else len(frames) - 1
-    if not isinstance(n, int) or n < 0 or n > top:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > top:
         raise FaultError(
             f"{mutation!r}: frame index must be 0..{top}; the body has {len(frames)} frames"
         )
@@ -269,8 +249,8 @@ class TruncateAfter(Mutation):
     """The stream ends after its first ``n`` frames (``n=0``: an empty body).
 
     By default the body simply ends (a proxy closing the connection cleanly); with
-    ``disconnect=True`` reading past it raises the transport error httpx raises for a connection
-    dropped mid-body."""
+    ``disconnect=True`` reading past it raises the transport error a client gets for a
+    connection dropped mid-body."""
 
     n: int
     disconnect: bool = False
@@ -278,182 +258,95 @@ class TruncateAfter(Mutation):
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
         _check_frame(self, self.n, frames, allow_end=True)
-        response.body = join_frames(frames[: self.n])
+        response.set_frames(frames[: self.n])
         response.disconnect = response.disconnect or self.disconnect
 
 
 @dataclass(frozen=True)
 class DropTerminal(Mutation):
-    """Remove the terminal frame: OpenAI ``data: [DONE]``, Responses ``response.completed``
-    (or ``.incomplete``/``.failed``), Anthropic ``message_stop``."""
+    """Remove the terminal frame(s): OpenAI Chat ``data: [DONE]``, Responses
+    ``response.completed`` (or ``.incomplete``/``.failed``), Anthropic ``message_stop``, Gemini
+    the chunk with ``finishReason``, Bedrock ``messageStop`` and the ``metadata`` after it."""
 
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
-        api = detect_api(frames, response.path)
-        kept = [f for f in frames if not _is_terminal(f, api)]
+        wire = response.wire(frames)
+        kept = [f for f in frames if not response.is_terminal(wire, f)]
         if len(kept) == len(frames):
-            raise FaultError(f"{self!r}: the {api} stream has no terminal frame to drop")
-        response.body = join_frames(kept)
+            raise FaultError(f"{self!r}: the {wire.api} stream has no terminal frame to drop")
+        response.set_frames(kept)
 
 
 @dataclass(frozen=True)
 class CorruptFrame(Mutation):
-    """Frame ``n`` keeps its ``event:`` line but its data becomes invalid JSON."""
+    """Frame ``n`` keeps its event name but its data becomes invalid JSON (an event-stream
+    message stays well framed, with correct CRCs)."""
+
+    n: int
+
+    def apply(self, response: MutableResponse) -> None:
+        from .wire.sse import corrupt_frame
+
+        frames = response.frames(self)
+        _check_frame(self, self.n, frames, allow_end=False)
+        frame = frames[self.n]
+        if isinstance(frame, bytes):
+            try:
+                frames[self.n] = eventstream.corrupt_payload(frame)
+            except eventstream.EventStreamError as exc:
+                raise FaultError(f"{self!r}: {exc}") from None
+        else:
+            frames[self.n] = corrupt_frame(frame)
+        response.set_frames(frames)
+
+
+@dataclass(frozen=True)
+class CorruptCrc(Mutation):
+    """Event-stream message ``n`` keeps its bytes but its message CRC no longer matches them
+    (the client's checksum check must reject it)."""
 
     n: int
 
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
+        if not frames or not isinstance(frames[0], bytes):
+            raise FaultError(f"{self!r}: only event-stream bodies have CRCs; this one is SSE")
         _check_frame(self, self.n, frames, allow_end=False)
-        frame = frames[self.n]
-        lines = [line for line in frame.split("\n") if not line.startswith("data:")]
-        lines.append('data: {"corrupted frame": tru')
-        frames[self.n] = "\n".join(lines)
-        response.body = join_frames(frames)
+        frames[self.n] = eventstream.corrupt_crc(frames[self.n])
+        response.set_frames(frames)
+
+
+_GARBLERS = {
+    "openai_chat": _chat.garble,
+    "openai_responses": _responses.garble,
+    "anthropic": _anthropic.garble,
+}
+_INJECTORS = {
+    "openai_chat": _chat.inject_error,
+    "openai_responses": _responses.inject_error,
+    "anthropic": _anthropic.inject_error,
+}
 
 
 @dataclass(frozen=True)
 class GarbleToolArguments(Mutation):
     """The argument fragments of tool call ``i`` (0-based, in stream order) no longer form valid
     JSON: the first fragment gets :data:`GARBLE_PREFIX` in front, and the frames that repeat the
-    full arguments (Responses ``.done``/``output_item.done``/``response.completed``) agree."""
+    full arguments (Responses ``.done``/``output_item.done``/``response.completed``) agree.
+    Streams of the SSE formats whose arguments arrive in fragments (OpenAI, Anthropic)."""
 
     i: int
 
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
-        api = detect_api(frames, response.path)
-        garble = {
-            "openai_chat": _garble_chat,
-            "openai_responses": _garble_responses,
-            "anthropic": _garble_anthropic,
-        }[api]
+        api = response.wire(frames).api
+        garble = _GARBLERS.get(api) if not (frames and isinstance(frames[0], bytes)) else None
+        if garble is None:
+            raise FaultError(f"{self!r}: not available for {api} streams")
         found = garble(frames, self.i)
         if found <= self.i:
             raise FaultError(f"{self!r}: the {api} stream has only {found} tool call(s)")
-        response.body = join_frames(frames)
-
-
-def _garble_chat(frames: list[str], i: int) -> int:
-    """OpenAI chat: tool calls are keyed by ``(choice index, tool_calls[].index)``."""
-    order: list[tuple[int, int]] = []
-    garbled = False
-    for pos, frame in enumerate(frames):
-        payload = _frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
-        changed = False
-        for choice in payload.get("choices") or []:
-            for call in (choice.get("delta") or {}).get("tool_calls") or []:
-                key = (choice.get("index", 0), call.get("index", 0))
-                if key not in order:
-                    order.append(key)
-                if order.index(key) != i or garbled:
-                    continue
-                function = call.setdefault("function", {})
-                fragment = function.get("arguments") or ""
-                if fragment or _last_fragment(frames, pos, key):
-                    function["arguments"] = GARBLE_PREFIX + fragment
-                    garbled = changed = True
-        if changed:
-            frames[pos] = _with_data(frame, payload)
-    return len(order)
-
-
-def _last_fragment(frames: list[str], pos: int, key: tuple[int, int]) -> bool:
-    """Whether frame ``pos`` holds the last argument fragment of chat tool call ``key`` (so a call
-    whose fragments are all empty still gets garbled)."""
-    for frame in frames[pos + 1 :]:
-        payload = _frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
-        for choice in payload.get("choices") or []:
-            for call in (choice.get("delta") or {}).get("tool_calls") or []:
-                if (choice.get("index", 0), call.get("index", 0)) == key:
-                    return False
-    return True
-
-
-def _garble_responses(frames: list[str], i: int) -> int:
-    """Responses: function_call output items, keyed by ``item_id``/``output_index``."""
-    calls: list[str] = []  # item ids in order of appearance
-    target: str | None = None
-    target_index: int | None = None
-    delta_done = False
-    for pos, frame in enumerate(frames):
-        payload = _frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
-        kind = payload.get("type")
-        changed = False
-        if kind == "response.output_item.added":
-            item = payload.get("item") or {}
-            if item.get("type") == "function_call":
-                calls.append(str(item.get("id")))
-                if len(calls) - 1 == i:
-                    target, target_index = str(item.get("id")), payload.get("output_index")
-        elif target is not None and _same_item(payload, target, target_index):
-            if kind == "response.function_call_arguments.delta" and not delta_done:
-                payload["delta"] = GARBLE_PREFIX + str(payload.get("delta") or "")
-                delta_done = changed = True
-            elif kind == "response.function_call_arguments.done":
-                payload["arguments"] = GARBLE_PREFIX + str(payload.get("arguments") or "")
-                changed = True
-            elif kind == "response.output_item.done":
-                item = payload.get("item") or {}
-                item["arguments"] = GARBLE_PREFIX + str(item.get("arguments") or "")
-                changed = True
-        if kind in ("response.completed", "response.incomplete", "response.failed") and target:
-            for item in (payload.get("response") or {}).get("output") or []:
-                if item.get("id") == target and item.get("type") == "function_call":
-                    item["arguments"] = GARBLE_PREFIX + str(item.get("arguments") or "")
-                    changed = True
-        if changed:
-            frames[pos] = _with_data(frame, payload)
-    return len(calls)
-
-
-def _same_item(payload: dict[str, Any], item_id: str, output_index: Any) -> bool:
-    if "item_id" in payload:
-        return str(payload["item_id"]) == item_id
-    item = payload.get("item")
-    if isinstance(item, dict) and "id" in item:
-        return str(item["id"]) == item_id
-    return payload.get("output_index") == output_index
-
-
-def _garble_anthropic(frames: list[str], i: int) -> int:
-    """Anthropic: tool_use content blocks, keyed by block ``index``."""
-    seen = 0
-    target: Any = None
-    done = False
-    for pos, frame in enumerate(frames):
-        payload = _frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
-        kind = payload.get("type")
-        if kind == "content_block_start":
-            block = payload.get("content_block") or {}
-            if block.get("type") in ("tool_use", "server_tool_use"):
-                if seen == i:
-                    target = payload.get("index")
-                seen += 1
-        elif kind == "content_block_delta" and target is not None and not done:
-            delta = payload.get("delta") or {}
-            if payload.get("index") == target and delta.get("type") == "input_json_delta":
-                delta["partial_json"] = GARBLE_PREFIX + str(delta.get("partial_json") or "")
-                frames[pos] = _with_data(frame, payload)
-                done = True
-        elif kind == "content_block_stop" and payload.get("index") == target and not done:
-            # A call with no input fragments: add one before its stop frame.
-            extra = {
-                "type": "content_block_delta",
-                "index": target,
-                "delta": {"type": "input_json_delta", "partial_json": GARBLE_PREFIX},
-            }
-            frames.insert(pos, "event: content_block_delta\n" + _with_data("", extra).lstrip("\n"))
-            done = True
-    return seen
+        response.set_frames(frames)
 
 
 @dataclass(frozen=True)
@@ -468,33 +361,11 @@ class InjectError(Mutation):
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
         _check_frame(self, self.after_frame, frames, allow_end=True)
-        api = detect_api(frames, response.path)
-        if api == "openai_chat":
-            payload: dict[str, Any] = {
-                "error": {
-                    "message": self.message,
-                    "type": "server_error",
-                    "param": None,
-                    "code": None,
-                }
-            }
-            frame = _with_data("", payload).lstrip("\n")
-        elif api == "openai_responses":
-            payload = {
-                "type": "error",
-                "code": "server_error",
-                "message": self.message,
-                "param": None,
-                "sequence_number": self.after_frame,
-            }
-            frame = "event: error\n" + _with_data("", payload).lstrip("\n")
-        else:
-            payload = {
-                "type": "error",
-                "error": {"type": "overloaded_error", "message": self.message},
-            }
-            frame = "event: error\n" + _with_data("", payload).lstrip("\n")
-        response.body = join_frames([*frames[: self.after_frame], frame])
+        api = response.wire(frames).api
+        inject = _INJECTORS.get(api) if not (frames and isinstance(frames[0], bytes)) else None
+        if inject is None:
+            raise FaultError(f"{self!r}: not available for {api} streams")
+        response.set_frames([*frames[: self.after_frame], inject(self.message, self.after_frame)])
 
 
 @dataclass(frozen=True)
@@ -503,48 +374,40 @@ class HttpError(Mutation):
     ``{"retry-after": "2"}``) and ``body`` (default: the API's own JSON error shape)."""
 
     status: int
-    headers: dict[str, str] | None = None
-    body: str | dict[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    body: Any = None
 
     def apply(self, response: MutableResponse) -> None:
         if not 400 <= self.status <= 599:
             raise FaultError(f"{self!r}: status must be an HTTP error code (400..599)")
-        api = _api_of(response)
         message = _reason(self.status) or "error"
         body = self.body
+        extra: dict[str, str] = {}
         if body is None:
+            api = _api_of(response)
             if api == "anthropic":
-                kind = {
-                    400: "invalid_request_error",
-                    401: "authentication_error",
-                    403: "permission_error",
-                    404: "not_found_error",
-                    413: "request_too_large",
-                    429: "rate_limit_error",
-                    529: "overloaded_error",
-                }.get(self.status, "api_error")
-                body = {"type": "error", "error": {"type": kind, "message": message}}
+                body = _anthropic.anthropic_error(self.status, message, "", "")
+                del body["request_id"]
+            elif api == "gemini":
+                body = gemini_error(self.status, message, "")
+            elif api == "bedrock":
+                answer = bedrock_error(self.status, message, "")
+                body, extra = answer.body, answer.headers
             else:
-                kind, code = {
-                    401: ("invalid_request_error", "invalid_api_key"),
-                    404: ("invalid_request_error", "model_not_found"),
-                    429: ("requests", "rate_limit_exceeded"),
-                }.get(
-                    self.status,
-                    ("server_error" if self.status >= 500 else "invalid_request_error", None),
-                )
-                body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+                body = _chat.openai_error(self.status, message, "")
         response.status = self.status
         response.reason = _reason(self.status)
         response.headers = {"content-type": ["application/json"]}
-        for name, value in (self.headers or {}).items():
+        for name, value in {**extra, **(self.headers or {})}.items():
             response.set_header(name, str(value))
-        response.body = body if isinstance(body, str) else json.dumps(body)
+        response.body = body if isinstance(body, str | bytes) else json.dumps(body)
         response.stalls.clear()
         response.disconnect = False
 
 
-def _api_of(response: MutableResponse) -> Api:
+def _api_of(response: MutableResponse) -> WireAPI:
+    if response.is_eventstream():
+        return response.wire(response.frames("HttpError")).api
     if isinstance(response.body, str) and is_sse(response.body):
         return detect_api(split_frames(response.body), response.path)
     return detect_api([], response.path or "")
@@ -576,10 +439,22 @@ class Stall(Mutation):
 
 
 @dataclass(frozen=True)
+class Latency(Mutation):
+    """Wait ``seconds`` before every frame (before the body, for a non-streamed response)."""
+
+    seconds: float
+
+    def apply(self, response: MutableResponse) -> None:
+        if self.seconds < 0:
+            raise FaultError(f"{self!r}: seconds must be >= 0")
+        response.latency += float(self.seconds)
+
+
+@dataclass(frozen=True)
 class Rechunk(Mutation):
     """Serve the body in arbitrary byte pieces: ``sizes`` (cycled, e.g. ``[1, 7, 3]``) or
     random sizes 1..``max_size`` from ``seed``.  Pieces may split lines, frames and multi-byte
-    UTF-8 characters: a correct SSE parser assembles the same messages for any chunking."""
+    UTF-8 characters: a correct stream parser assembles the same messages for any chunking."""
 
     sizes: Sequence[int] | None = None
     seed: int | None = None
@@ -613,24 +488,101 @@ class Rechunk(Mutation):
         return out
 
 
+_SHAPING = (Stall, Latency, Rechunk)
+
+
 def apply_mutations(response: MutableResponse, mutations: Iterable[Mutation]) -> MutableResponse:
     """Apply ``mutations`` in order: body edits and HTTP errors in list order, serving shape
-    (:class:`Stall`, :class:`Rechunk`) last, so stall positions refer to the final frames."""
+    (:class:`Stall`, :class:`Latency`, :class:`Rechunk`) last, so stall positions refer to the
+    final frames."""
     mutations = list(mutations)
     for mutation in mutations:
         if not isinstance(mutation, Mutation):
             raise FaultError(
                 f"{mutation!r} is not a fault mutation (see openprogram_testing.faults)"
             )
-    body_first = [m for m in mutations if not isinstance(m, Stall | Rechunk)]
-    shaping = [m for m in mutations if isinstance(m, Stall | Rechunk)]
+    body_first = [m for m in mutations if not isinstance(m, _SHAPING)]
+    shaping = [m for m in mutations if isinstance(m, _SHAPING)]
     for mutation in body_first:
         mutation.apply(response)
     errored = any(isinstance(m, HttpError) for m in body_first)
     for mutation in shaping:
-        if errored and isinstance(mutation, Stall):
+        if errored and isinstance(mutation, Stall | Latency):
             continue
         mutation.apply(response)
     if isinstance(response.body, str) and response.header("content-length") is not None:
         response.set_header("content-length", str(len(response.body_bytes())))
     return response
+
+
+# --------------------------------------------------------------------------------------------
+# the emulator's constructors
+
+
+def _frame_count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"Fault.{name}: expected a frame count >= 0, got {value!r}")
+    return value
+
+
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"Fault.{name}: expected seconds >= 0, got {value!r}")
+    return float(value)
+
+
+class Fault:
+    """Short constructors of the mutations above, checked when built (the provider emulator's
+    vocabulary: ``emulator.add("hi", faults=[Fault.disconnect_after(3)])``).
+
+    Frames are counted from 0 (``ping`` and ``[DONE]`` included).  On a non-streamed response
+    the body is frame 0: ``disconnect_after(0)`` sends the headers and half the body,
+    ``malformed_frame(0)`` sends invalid JSON, ``no_terminal`` has no effect.
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("Fault is a namespace of constructors: use Fault.status(...) etc.")
+
+    @staticmethod
+    def status(code: int, headers: Mapping[str, str] | None = None, body: Any = None) -> HttpError:
+        """Answer with HTTP ``code`` (400-599) and the API's JSON error body (``body``: a dict
+        sent as JSON, a str sent verbatim) plus ``headers`` (e.g. ``{"retry-after": "2"}``).
+        The turn it is attached to is consumed but its content is not sent."""
+        if isinstance(code, bool) or not isinstance(code, int) or not 400 <= code <= 599:
+            raise ValueError(
+                f"Fault.status: code must be an HTTP error status 400-599, got {code!r}"
+            )
+        return HttpError(code, dict(headers or {}), body)
+
+    @staticmethod
+    def disconnect_after(n_frames: int) -> TruncateAfter:
+        """Close the connection after ``n_frames`` frames (the body stays incomplete)."""
+        return TruncateAfter(_frame_count("disconnect_after", n_frames), disconnect=True)
+
+    @staticmethod
+    def no_terminal() -> DropTerminal:
+        """Omit the terminal frame (``[DONE]``, ``response.completed``, ``message_stop``, the
+        Gemini ``finishReason`` chunk, Bedrock ``messageStop``/``metadata``); the body itself
+        ends cleanly."""
+        return DropTerminal()
+
+    @staticmethod
+    def malformed_frame(n: int) -> CorruptFrame:
+        """Frame ``n`` carries invalid JSON."""
+        return CorruptFrame(_frame_count("malformed_frame", n))
+
+    @staticmethod
+    def crc_mismatch(n: int) -> CorruptCrc:
+        """Event-stream message ``n`` carries a wrong message CRC (Bedrock streams only)."""
+        return CorruptCrc(_frame_count("crc_mismatch", n))
+
+    @staticmethod
+    def stall(seconds: float, after_frame: int = 0) -> Stall:
+        """Send nothing for ``seconds`` after ``after_frame`` frames (headers already sent on a
+        stream).  The emulator's ``stop()`` interrupts a stall."""
+        return Stall(_seconds("stall", seconds), _frame_count("stall", after_frame))
+
+    @staticmethod
+    def latency(seconds_per_frame: float) -> Latency:
+        """Sleep before every frame."""
+        return Latency(_seconds("latency", seconds_per_frame))

@@ -1030,12 +1030,12 @@ async def test_provider_emulator_fixture(provider_emulator):
 
 
 async def test_an_emulator_bug_is_a_clear_500_not_a_hang(emu, monkeypatch):
-    import openprogram_testing.emulator as module
+    import openprogram_testing.emulator.server as module
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("parser exploded")
 
-    monkeypatch.setattr(module, "_model_request", broken)
+    monkeypatch.setattr(module, "model_request", broken)
     emu.add("x")
     with pytest.raises(openai.InternalServerError, match=r"internal error.*parser exploded"):
         await ask(emu, "openai_chat", True)

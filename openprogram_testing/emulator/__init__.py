@@ -1,0 +1,40 @@
+"""The provider emulator: a loopback HTTP server speaking the providers' wire formats.
+
+:mod:`.plan` turns a scripted turn (or a recorded response) and its faults into what to send;
+:mod:`.server` is the HTTP server and the script; :mod:`.cli` serves one outside tests.
+
+    with ProviderEmulator([turn(call("add", {"a": 1, "b": 2})), "3"]) as emu:
+        client = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0)
+        ...
+        emu.assert_complete()
+"""
+
+from __future__ import annotations
+
+from ..faults import Fault
+from ..wire import ENDPOINTS
+from .cli import announce, main_emulator, serve
+from .plan import EXHAUSTED_HEADER
+from .server import (
+    LISTEN_BACKLOG,
+    EmulatorProtocolError,
+    EmulatorRequest,
+    ProviderEmulator,
+    echo_responder,
+    model_request,
+)
+
+__all__ = [
+    "ENDPOINTS",
+    "EXHAUSTED_HEADER",
+    "LISTEN_BACKLOG",
+    "EmulatorProtocolError",
+    "EmulatorRequest",
+    "Fault",
+    "ProviderEmulator",
+    "announce",
+    "echo_responder",
+    "main_emulator",
+    "model_request",
+    "serve",
+]
