@@ -1014,7 +1014,7 @@ async def test_from_cassette_faults_apply_to_recorded_frames(conformance_cassett
 def test_from_cassette_rejects_a_non_cassette(tmp_path):
     bad = tmp_path / "x.yaml"
     bad.write_text("just: a mapping\n")
-    with pytest.raises(ValueError, match="not a vcrpy cassette"):
+    with pytest.raises(ValueError, match="vcrpy cassette"):
         ProviderEmulator.from_cassette(bad)
     with pytest.raises(ValueError, match="cannot load cassette"):
         ProviderEmulator.from_cassette(tmp_path / "missing.yaml")
