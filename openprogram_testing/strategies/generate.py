@@ -58,29 +58,60 @@ class _Choice(Generic[T]):
 
 # Strategy objects are built once (module constants, and ``lru_cache`` for the parametrised
 # ones): hypothesis validates every new strategy object, which would otherwise dominate the cost
-# of an example.
-# Valid calls half the time: most runs should really execute tools.
-_CALL_KINDS = _Choice(("valid", "schema", "valid", "raw", "valid", "unknown"))
-# Combined draws (one choice each, simplest first): the turn's shape with its text (a text-only
-# turn a quarter of the time, calls without text half of the time), and its thinking with its
-# chunk size.
+# of an example.  Each draw costs tens of microseconds, so related choices are combined into one
+# draw over a list ordered simplest first (weights are repeated entries): the shrinker then
+# moves one index down and reaches the simplest variant of whatever still fails.
+
+# The turn's shape with its text: a text-only turn a quarter of the time, calls without text
+# half of the time.
 _SHAPE_TEXT = _Choice(
     [("text", t) for t in TEXTS]
     + [("calls", None)] * (2 * len(TEXTS))
     + [("mixed", t) for t in TEXTS]
 )
-_THINKING_CHUNK = _Choice(
-    [(think, chunk) for chunk in (None, 1, 2, 3, 5, 7) for think in (None, "hmm", "let me think")]
+_THINKING_CHUNK = tuple(
+    (think, chunk) for chunk in (None, 1, 2, 3, 5, 7) for think in (None, "hmm", "let me think")
 )
-_RETURN_VALUES = _Choice(RETURN_VALUES)
-_RAISE_MESSAGES = _Choice(RAISE_MESSAGES)
-_STEER_KINDS = _Choice(("after_tool", "before_round", "follow_up", "before_round", "after_call"))
-_TOOL_INDEX = _Choice((0, 1, 2, 3))
-_ROUND = _Choice((0, 1, 2, 1, 3))
-_CALL_ROUND = _Choice((0, 1))
-_CALL_INDEX = _Choice((0, 1, 2))
-_MODES: _Choice[Literal["skip", "after_batch"]] = _Choice(("skip", "after_batch"))
-_MAX_ITERATIONS = _Choice((None, 1, 2, 3, 4, 5, 0, -1, 51, 100))
+_ERROR_DETAILS = tuple(
+    (message, status, retryable)
+    for status in (None, 429, 500, 529)
+    for retryable in (None, True, False)
+    for message in ERROR_MESSAGES
+)
+# How often each ending is drawn (in blocks of every thinking/chunk variant): mostly normal
+# stops, so scripts usually go on.
+_ENDING_WEIGHTS: dict[Ending, int] = {"stop": 6, "length": 1, "error": 2, "aborted": 1, "cut": 1}
+_Finish = tuple[Ending, Any, Any, Any, Any, Any]  # ending, error, status, retryable, think, chunk
+
+
+def _finishes(ending: Ending) -> list[_Finish]:
+    """Every (ending, error details, thinking, chunk size) variant of one ending, simplest first;
+    an error ending walks the error details alongside the thinking/chunk variants."""
+    if ending == "error":
+        n = max(len(_ERROR_DETAILS), len(_THINKING_CHUNK))
+        return [
+            ("error", *_ERROR_DETAILS[i % len(_ERROR_DETAILS)], *_THINKING_CHUNK[i % 18])
+            for i in range(n)
+        ]
+    error = ABORTED if ending == "aborted" else None
+    block: list[_Finish] = [(ending, error, None, None, t, c) for t, c in _THINKING_CHUNK]
+    return block * _ENDING_WEIGHTS[ending]
+
+
+_STEERING_SLOTS: tuple[tuple[str, Any], ...] = (
+    *(("after_tool", k) for k in (0, 1, 2, 3)),
+    *(("before_round", r) for r in (0, 1, 2, 3)),
+    ("follow_up", None),
+    ("follow_up", None),
+    *(("before_round", r) for r in (0, 1, 1, 2)),
+    *(("after_call", (r, i)) for r in (0, 1) for i in (0, 1, 2)),
+)
+_STEERING_SLOT = _Choice(_STEERING_SLOTS)
+# Whether the script goes on (two times in three; shrinks towards ending it).
+_MORE = _Choice((False, True, True))
+_OPTIONS: _Choice[tuple[int | None, Literal["skip", "after_batch"]]] = _Choice(
+    [(n, mode) for n in (None, 1, 2, 3, 4, 5, 0, -1, 51, 100) for mode in ("skip", "after_batch")]
+)
 
 
 def tool_calls(tool_names: Sequence[str] = TOOL_NAMES) -> st.SearchStrategy[GenCall]:
@@ -91,26 +122,36 @@ def tool_calls(tool_names: Sequence[str] = TOOL_NAMES) -> st.SearchStrategy[GenC
 
 @lru_cache(maxsize=64)
 def _tool_calls(names: tuple[str, ...]) -> st.SearchStrategy[GenCall]:
-    # Two draws per call: its kind (valid first, so calls shrink towards a valid t0 call), then
-    # one of the calls of that kind this small universe allows.
-    unknown = _Choice([GenCall(UNKNOWN_TOOL, "unknown", {"x": x}) for x in range(3)])
-    if not names:
-        return st.composite(lambda draw: unknown(draw))()
-    by_kind = {
-        # Grouped by tool, x ascending: the shrinker moves x down monotonically.
-        "valid": _Choice([GenCall(n, "valid", {"x": x}) for n in names for x in range(10)]),
-        "schema": _Choice(
-            [GenCall(n, "schema", dict(v)) for v in SCHEMA_VIOLATIONS for n in names]
-        ),
-        "raw": _Choice([GenCall(n, "raw", None, r) for r in RAW_ARGUMENTS for n in names]),
-        "unknown": unknown,
-    }
+    return st.sampled_from(_call_table(names, None))
 
-    @st.composite
-    def draw_call(draw: st.DrawFn) -> GenCall:
-        return by_kind[_CALL_KINDS(draw)](draw)
 
-    return draw_call()
+@lru_cache(maxsize=64)
+def _call_table(names: tuple[str, ...], declared: int | None) -> tuple[GenCall, ...]:
+    """Every call this small universe allows, in draw order: valid calls first (grouped by tool,
+    x ascending, so the shrinker moves x down monotonically; about half of the options, so most
+    runs really execute tools), then schema violations, raw arguments and unknown-tool calls.
+
+    With ``declared`` set, only the first ``declared`` of ``names`` are tools of the run: a call
+    to any other name is bound to a declared one (or to an unknown tool when none is declared).
+    The table then has the same length whatever the run declares, so deleting a tool while
+    shrinking keeps every later draw meaning the same call."""
+    calls = (
+        [GenCall(n, "valid", {"x": x}) for n in names for x in range(10)]
+        + [GenCall(n, "schema", dict(v)) for v in SCHEMA_VIOLATIONS for n in names]
+        + [GenCall(n, "raw", None, r) for r in RAW_ARGUMENTS for n in names]
+        + [GenCall(UNKNOWN_TOOL, "unknown", {"x": x}) for x in range(3)]
+    )
+    if declared is None or declared >= len(names):
+        return tuple(calls)
+    return tuple(_bind(c, names, declared) for c in calls)
+
+
+def _bind(call: GenCall, names: tuple[str, ...], declared: int) -> GenCall:
+    if call.kind == "unknown" or names.index(call.name) < declared:
+        return call
+    if declared == 0:
+        return GenCall(UNKNOWN_TOOL, "unknown", {"x": 0})
+    return replace(call, name=names[names.index(call.name) % declared])
 
 
 def model_turns(
@@ -123,45 +164,20 @@ def model_turns(
     return _model_turns(tuple(tool_names), tuple(endings))
 
 
-_ERROR_DETAILS = _Choice(
-    [
-        (message, status, retryable)
-        for status in (None, 429, 500, 529)
-        for retryable in (None, True, False)
-        for message in ERROR_MESSAGES
-    ]
-)
-# How often each ending is drawn: mostly normal stops, so scripts usually go on.
-_ENDING_WEIGHTS: dict[Ending, int] = {"stop": 6, "length": 1, "error": 1, "aborted": 1, "cut": 1}
-
-
 @lru_cache(maxsize=64)
-def _model_turns(names: tuple[str, ...], endings: tuple[Ending, ...]) -> st.SearchStrategy[GenTurn]:
-    calls_strategy = st.lists(_tool_calls(names), min_size=1, max_size=3).map(tuple)
-    weighted = [e for e in ALL_ENDINGS if e in endings for _ in range(_ENDING_WEIGHTS[e])]
-    endings_choice = _Choice(weighted)
+def _model_turns(
+    names: tuple[str, ...], endings: tuple[Ending, ...], declared: int | None = None
+) -> st.SearchStrategy[GenTurn]:
+    table = _call_table(names, declared)
+    calls_strategy = st.lists(st.integers(0, len(table) - 1), min_size=1, max_size=3)
+    finish = _Choice([f for e in ALL_ENDINGS if e in endings for f in _finishes(e)])
 
     @st.composite
     def draw_turn(draw: st.DrawFn) -> GenTurn:
         shape, text = _SHAPE_TEXT(draw)
-        calls: tuple[GenCall, ...] = draw(calls_strategy) if shape != "text" else ()
-        ending = endings_choice(draw)
-        error = status = retryable = None
-        if ending == "error":
-            error, status, retryable = _ERROR_DETAILS(draw)
-        elif ending == "aborted":
-            error = ABORTED
-        thinking, chunk_size = _THINKING_CHUNK(draw)
-        return GenTurn(
-            text=text,
-            thinking=thinking,
-            calls=calls,
-            ending=ending,
-            error=error,
-            status=status,
-            retryable=retryable,
-            chunk_size=chunk_size,
-        )
+        calls = tuple(table[i] for i in draw(calls_strategy)) if shape != "text" else ()
+        ending, error, status, retryable, thinking, chunk_size = finish(draw)
+        return GenTurn(text, thinking, calls, ending, error, status, retryable, chunk_size)
 
     return draw_turn()
 
@@ -170,7 +186,7 @@ def provider_scripts(
     tool_names: Sequence[str] = TOOL_NAMES, *, min_size: int = 1, max_size: int = 5
 ) -> st.SearchStrategy[tuple[GenTurn, ...]]:
     """A model script: a short list of ``model_turns``.  Failing turns (error, abort, cut) are
-    drawn a third of the time, so scripts usually get past their first turn."""
+    drawn about a third of the time, so scripts usually get past their first turn."""
     return _provider_scripts(tuple(tool_names), min_size, max_size)
 
 
@@ -183,24 +199,33 @@ def _provider_scripts(
     )
 
 
-_TOOL_BEHAVIOUR: _Choice[ToolBehaviour] = _Choice(("returns", "echo", "raises", "sequence"))
-_SIMPLE_BEHAVIOUR: _Choice[ToolBehaviour] = _Choice(("returns", "echo", "raises"))
-
-
-def _draw_outcome(draw: st.DrawFn, behaviour: ToolBehaviour) -> tuple[ToolBehaviour, Any]:
-    if behaviour == "returns":
-        return behaviour, _RETURN_VALUES(draw)
-    if behaviour == "raises":
-        return behaviour, _RAISE_MESSAGES(draw)
-    return behaviour, None
+_SIMPLE_OUTCOMES: tuple[tuple[ToolBehaviour, Any], ...] = (
+    *(("returns", v) for v in RETURN_VALUES),
+    ("echo", None),
+    *(("raises", m) for m in RAISE_MESSAGES),
+)
+_SIMPLE_OUTCOME = _Choice(_SIMPLE_OUTCOMES)
+# A tool's behaviour with its value in one draw: returns (7 values), echo, raises (3 messages),
+# or a sequence of two simple outcomes (e.g. fails on the first call, then works); echo and
+# sequence are repeated so each kind is drawn a fair share of the time.
+_ECHO: tuple[ToolBehaviour, Any] = ("echo", None)
+_SEQUENCE: tuple[ToolBehaviour, Any] = ("sequence", None)
+_TOOL_OUTCOME: _Choice[tuple[ToolBehaviour, Any]] = _Choice(
+    [
+        *(("returns", v) for v in RETURN_VALUES),
+        *[_ECHO] * 4,
+        *(("raises", m) for m in RAISE_MESSAGES),
+        *[_SEQUENCE] * 4,
+    ]
+)
 
 
 @st.composite
 def _gen_tool_behaviour(draw: st.DrawFn) -> tuple[ToolBehaviour, Any]:
-    behaviour = _TOOL_BEHAVIOUR(draw)
-    if behaviour == "sequence":  # two outcomes, e.g. fails on the first call, then works
-        return behaviour, tuple(_draw_outcome(draw, _SIMPLE_BEHAVIOUR(draw)) for _ in range(2))
-    return _draw_outcome(draw, behaviour)
+    behaviour, value = _TOOL_OUTCOME(draw)
+    if behaviour == "sequence":
+        return "sequence", (_SIMPLE_OUTCOME(draw), _SIMPLE_OUTCOME(draw))
+    return behaviour, value
 
 
 # A list (not a count plus draws), so the shrinker can delete any one tool.
@@ -232,30 +257,30 @@ def _steering_schedules(max_size: int) -> st.SearchStrategy[tuple[GenSteering, .
     def draw_schedule(draw: st.DrawFn) -> tuple[GenSteering, ...]:
         items = []
         for i in range(draw(count_strategy)):
-            message = f"steer {i}"
-            kind = _STEER_KINDS(draw)
+            kind, where = _STEERING_SLOT(draw)
             if kind == "after_tool":
-                items.append(GenSteering(message, after_tool=_TOOL_INDEX(draw)))
+                items.append(GenSteering(f"steer {i}", after_tool=where))
             elif kind == "follow_up":
                 items.append(GenSteering(f"follow {i}", follow_up=True))
             elif kind == "before_round":
-                items.append(GenSteering(message, before_round=_ROUND(draw)))
+                items.append(GenSteering(f"steer {i}", before_round=where))
             else:
-                position = (_CALL_ROUND(draw), _CALL_INDEX(draw))
-                items.append(GenSteering(message, after_call=position))
+                items.append(GenSteering(f"steer {i}", after_call=where))
         return tuple(items)
 
     return draw_schedule()
 
 
 def scenarios(*, max_turns: int = 5, max_steering: int = 3) -> st.SearchStrategy[GeneratedScenario]:
-    """A whole run: tools, script, steering schedule and loop options (``max_iterations``
-    including out-of-range values the cap clamps, ``steering_mode``).
+    """A whole run: tools, loop options (``max_iterations`` including out-of-range values the
+    cap clamps, ``steering_mode``), steering schedule and script.
 
-    The script is made exact with the reference model: trimmed to the turns the run consumes
-    and padded with text turns when it would run out, so a correct loop leaves the strict
-    scripted provider with nothing unplayed and no unexpected call (and the YAML export of any
-    example is a passing scenario on a correct loop)."""
+    Turns are drawn only while the run can still reach them (none after a turn that ends the
+    run, none after a reply without calls when nothing is scheduled to start another round),
+    then the script is made exact with the reference model:
+    trimmed to the turns the run consumes and padded with text turns when it would run out, so
+    a correct loop leaves the strict scripted provider with nothing unplayed and no unexpected
+    call (and the YAML export of any example is a passing scenario on a correct loop)."""
     return _scenarios(max_turns, max_steering)
 
 
@@ -266,17 +291,24 @@ def _scenarios(max_turns: int, max_steering: int) -> st.SearchStrategy[Generated
     @st.composite
     def draw_scenario(draw: st.DrawFn) -> GeneratedScenario:
         tools = draw(_GEN_TOOLS)
-        script = draw(_provider_scripts(tuple(t.name for t in tools), 1, max_turns))
-        generated = GeneratedScenario(
-            tools=tools,
-            script=script,
-            steering=draw(schedules),
-            max_iterations=_MAX_ITERATIONS(draw),
-            steering_mode=_MODES(draw),
-        )
+        steering = draw(schedules)
+        turns = _model_turns(TOOL_NAMES, ALL_ENDINGS, len(tools))
+        script = [draw(turns)]
+        while len(script) < max_turns and _run_goes_on(script[-1], steering) and _MORE(draw):
+            script.append(draw(turns))
+        max_iterations, mode = _OPTIONS(draw)
+        generated = GeneratedScenario(tools, tuple(script), steering, "go", max_iterations, mode)
         return exact_script(generated)
 
     return draw_scenario()
+
+
+def _run_goes_on(turn: GenTurn, steering: tuple[GenSteering, ...]) -> bool:
+    """Whether a run may ask the model again after ``turn``: not after a failed turn, and after
+    a reply without calls only when steering or a follow-up can start another round."""
+    if turn.ending in ("error", "aborted", "cut"):
+        return False
+    return bool(turn.calls or steering)
 
 
 def exact_script(generated: GeneratedScenario, *, pad: bool = True) -> GeneratedScenario:

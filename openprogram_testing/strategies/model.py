@@ -8,6 +8,7 @@ runs them through the real loop, so the same value can be run, predicted and exp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from ..scripted import ScriptedCall, ScriptedProvider, ScriptedThinking, ScriptedTurn
@@ -211,7 +212,12 @@ class GeneratedScenario:
 
     # -- the oracle -------------------------------------------------------------------------
     def expected_outcome(self) -> Expected:
-        """What the loop must produce for this example (the reference model's prediction)."""
+        """What the loop must produce for this example (the reference model's prediction),
+        computed once per example: the value is frozen, so the prediction cannot change."""
+        return self._expected
+
+    @cached_property
+    def _expected(self) -> Expected:
         return predict(self)
 
     @property

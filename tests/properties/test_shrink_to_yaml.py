@@ -91,7 +91,8 @@ def test_wrong_tool_value_is_caught_shrunk_and_replayed_from_yaml(
     assert [t.name for t in scenario.tools] == ["t0"] and scenario.tools[0].echo
     calls = [c for turn in scenario.turns for c in turn.calls]
     assert [(c.name, c.args) for c in calls] == [("t0", {"x": 5})]
-    assert not scenario.steering
+    assert not scenario.steering and scenario.options.max_iterations is None
+    assert len(scenario.turns) == 2 and scenario.turns[1].text == "done"  # the padded reply
 
     result = run_scenario(scenario)
     assert not result.passed
@@ -111,7 +112,9 @@ def test_broken_skip_is_caught_as_an_invariant_and_replayed_from_yaml(
 
     scenario = load_scenario(the_failure_file(failure_folder))
     assert scenario.options.steering_mode == "skip" and len(scenario.steering) == 1
-    assert sum(len(turn.calls) for turn in scenario.turns) == 2  # one run, one skipped call
+    assert scenario.steering[0].after_tool == 0 and scenario.options.max_iterations is None
+    # One batch of two calls (the second skipped), then the padded reply.
+    assert [len(turn.calls) for turn in scenario.turns] == [2, 0]
 
     result = run_scenario(scenario)
     assert not result.passed
@@ -151,7 +154,10 @@ def test_failure_dir_default_and_env(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 _ROUND_TRIP = settings(
-    max_examples=60, derandomize=True, database=None, deadline=None,
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -168,7 +174,9 @@ def test_every_exported_scenario_replays_the_same_run(event_runner: asyncio.Runn
         assert result.passed, text + "\n" + result.failure_text
         direct = generated.run_sync(runner=event_runner)
         dump = [json.dumps(m.model_dump(mode="json"), sort_keys=True) for m in direct.messages]
-        replay = [json.dumps(m.model_dump(mode="json"), sort_keys=True) for m in result.trace.messages]
+        replay = [
+            json.dumps(m.model_dump(mode="json"), sort_keys=True) for m in result.trace.messages
+        ]
         assert dump == replay
 
     round_trip()

@@ -20,21 +20,48 @@ from openprogram_testing.strategies import (
 
 REQUIRED_KINDS = {
     # model turns
-    "text", "thinking", "single_call", "parallel_calls", "chunked",
-    "call_valid", "call_schema", "call_raw", "call_unknown",
-    "ending_length", "ending_error", "ending_aborted", "ending_cut",
+    "text",
+    "thinking",
+    "single_call",
+    "parallel_calls",
+    "chunked",
+    "call_valid",
+    "call_schema",
+    "call_raw",
+    "call_unknown",
+    "ending_length",
+    "ending_error",
+    "ending_aborted",
+    "ending_cut",
     # tools
-    "tool_returns", "tool_echo", "tool_raises", "tool_sequence", "raising_tool_called",
+    "tool_returns",
+    "tool_echo",
+    "tool_raises",
+    "tool_sequence",
+    "raising_tool_called",
     # steering schedules and options
-    "steer_after_tool", "steer_after_call", "steer_before_round", "steer_follow_up",
-    "mode_skip", "mode_after_batch", "max_iterations",
+    "steer_after_tool",
+    "steer_after_call",
+    "steer_before_round",
+    "steer_follow_up",
+    "mode_skip",
+    "mode_after_batch",
+    "max_iterations",
     # outcomes
-    "termination_completed", "termination_max_iterations", "termination_error",
-    "termination_aborted", "skipped", "delivered", "undelivered",
+    "termination_completed",
+    "termination_max_iterations",
+    "termination_error",
+    "termination_aborted",
+    "skipped",
+    "delivered",
+    "undelivered",
 }
 
 _SAMPLE = settings(
-    max_examples=400, derandomize=True, database=None, deadline=None,
+    max_examples=400,
+    derandomize=True,
+    database=None,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -91,7 +118,9 @@ def test_exact_script_trims_and_pads() -> None:
 
 
 def _find(strategy, condition):  # type: ignore[no-untyped-def]
-    return find(strategy, condition, settings=settings(database=None, derandomize=True, max_examples=2000))
+    return find(
+        strategy, condition, settings=settings(database=None, derandomize=True, max_examples=2000)
+    )
 
 
 def test_failures_shrink_to_minimal_examples() -> None:
@@ -140,3 +169,20 @@ def test_profiles_are_selected_by_the_environment(monkeypatch) -> None:  # type:
         assert load_profile() == "ci" and settings.default.derandomize
     finally:
         settings.load_profile(previous)
+
+
+def test_calls_keep_their_meaning_when_a_tool_is_deleted() -> None:
+    """The call table has the same length whatever the run declares, and a call to a tool the
+    run does not declare is bound to a declared one (or to an unknown tool when there is none):
+    deleting a tool while shrinking leaves every later draw meaning a comparable call."""
+    from openprogram_testing.strategies.generate import _call_table
+    from openprogram_testing.strategies.universe import TOOL_NAMES, UNKNOWN_TOOL
+
+    full = _call_table(TOOL_NAMES, 3)
+    assert all(len(_call_table(TOOL_NAMES, k)) == len(full) for k in range(4))
+    one = _call_table(TOOL_NAMES, 1)
+    assert {c.name for c in one} == {"t0", UNKNOWN_TOOL}
+    assert [c.kind for c in one] == [c.kind for c in full]
+    assert all(c.kind == "unknown" for c in _call_table(TOOL_NAMES, 0))
+    # x is kept when a valid call is rebound: the shrinker still moves it down monotonically.
+    assert one[10 + 5] == full[5]
