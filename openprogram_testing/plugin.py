@@ -26,7 +26,7 @@ from .steering import SteeringSchedule
 from .trace import LoopTrace, render_timeline, run_loop, run_loop_sync
 
 # The YAML scenario collector lives beside this module.
-pytest_plugins = ["openprogram_testing.collect"]
+pytest_plugins = ["openprogram_testing.collect", "openprogram_testing.report.pytest_plugin"]
 
 if TYPE_CHECKING:
     from .cassettes import CassetteSession

@@ -1,0 +1,123 @@
+"""The HTML report: one self-contained file (inline CSS and JavaScript, no network).
+
+The page embeds a small summary (one row per test or scenario) and, per test, its full detail
+as a separate JSON block that the page parses only when the row is expanded, so a report of
+thousands of runs opens as fast as its summary table renders.  All data is JSON inside
+``<script type="application/json">`` blocks with ``<`` escaped, and the script renders it with
+``textContent``: text from models and tools can never become markup.  ``docs/decisions.md``
+says why there is no template engine.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from html import escape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .coverage import Coverage
+
+TestEntry = Mapping[str, Any]
+"""One test or scenario: ``name``, ``nodeid``, ``outcome`` (``passed``/``failed``/``error``/
+``skipped``), ``ms``, ``failure`` (text or ``None``) and ``runs`` (``trace_record`` dicts)."""
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _json_block(element_id: str, value: Any) -> str:
+    """A JSON data block that no text inside it can close (``<`` is escaped as ``\\u003c``)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{element_id}">{text}</script>\n'
+
+
+def _summary_row(i: int, test: TestEntry) -> dict[str, Any]:
+    runs = list(test.get("runs") or [])
+    behaviours: dict[str, None] = {}
+    for run in runs:
+        behaviours.update(dict.fromkeys(run.get("behaviours") or {}))
+    return {
+        "i": i,
+        "name": str(test.get("name", "")),
+        "nodeid": str(test.get("nodeid", "")),
+        "outcome": str(test.get("outcome", "passed")),
+        "ms": test.get("ms"),
+        "runs": len(runs),
+        "termination": runs[-1].get("termination") if runs else None,
+        "behaviours": list(behaviours),
+    }
+
+
+def render_html(
+    tests: Sequence[TestEntry], *, title: str = "OpenProgram report", coverage: Coverage | None
+) -> str:
+    """The whole report page as a string."""
+    counts: dict[str, int] = {}
+    for test in tests:
+        outcome = str(test.get("outcome", "passed"))
+        counts[outcome] = counts.get(outcome, 0) + 1
+    runs = sum(len(test.get("runs") or []) for test in tests)
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        f"<title>{escape(title)}</title>\n<style>\n{_asset('report.css')}</style>\n</head>\n",
+        f'<body>\n<header>\n<h1>{escape(title)}</h1>\n<div class="counts">',
+    ]
+    for outcome in ("passed", "failed", "error", "skipped"):
+        if counts.get(outcome):
+            cls = "skipped-t" if outcome == "skipped" else outcome
+            parts.append(f'<span class="{cls}">{counts[outcome]} {outcome}</span>')
+    parts.append(f"<span>{runs} loop run{'s' if runs != 1 else ''}</span>")
+    if coverage is not None:
+        parts.append(f'<span id="coverage-line">{escape(coverage.summary_line())}</span>')
+    parts.append(f'<span class="ms">generated {stamp}</span></div>\n</header>\n<main>\n')
+    parts.append(
+        '<div class="controls"><input id="filter" type="search" '
+        'placeholder="filter by name or behaviour" aria-label="filter">'
+        '<select id="status" aria-label="outcome"><option value="all">all</option>'
+        '<option value="passed">passed</option><option value="failed">failed</option>'
+        '<option value="skipped">skipped</option></select><span id="shown" class="ms"></span>'
+        "</div>\n<table><thead><tr><th>result</th><th>test</th><th>termination</th>"
+        "<th>runs</th><th>time</th><th>behaviours</th></tr></thead>"
+        '<tbody id="tests"></tbody></table>\n'
+    )
+    if coverage is not None:
+        parts.append(
+            '<section class="coverage"><h2>Loop-behaviour coverage</h2>'
+            f"<p>{escape(coverage.summary_line())}</p><table><thead><tr><th>behaviour</th>"
+            "<th>title</th><th>runs</th><th>times</th><th>definition</th></tr></thead>"
+            '<tbody id="coverage-rows"></tbody></table></section>\n'
+        )
+    parts.append("</main>\n")
+    parts.append(_json_block("summary", [_summary_row(i, t) for i, t in enumerate(tests)]))
+    if coverage is not None:
+        parts.append(_json_block("coverage", {"rows": coverage.rows()}))
+    for i, test in enumerate(tests):
+        detail = {"failure": test.get("failure"), "runs": list(test.get("runs") or [])}
+        parts.append(_json_block(f"d-{i}", detail))
+    parts.append(f"<script>\n{_asset('report.js')}</script>\n</body>\n</html>\n")
+    return "".join(parts)
+
+
+def write_html(
+    path: str | Path,
+    tests: Sequence[TestEntry],
+    *,
+    title: str = "OpenProgram report",
+    coverage: Coverage | None = None,
+) -> Path:
+    """Write the report to ``path`` (parent directories are created); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_html(tests, title=title, coverage=coverage), encoding="utf-8")
+    return target
+
+
+__all__ = ["TestEntry", "render_html", "write_html"]

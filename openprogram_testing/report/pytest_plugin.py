@@ -1,0 +1,220 @@
+"""pytest hooks of the HTML report and loop-behaviour coverage.
+
+Options (all off by default, and nothing is recorded unless one is given):
+
+- ``--openprogram-html=FILE``: write the HTML report of the session's runs to FILE;
+- ``--openprogram-coverage``: print the loop-behaviour coverage table at the end;
+- ``--openprogram-coverage-fail-under=PCT``: fail the session when coverage is below PCT.
+
+Every finished trace of a test (``run_loop``, ``loop_runner``, scenarios, trace trees) reaches
+a trace listener installed around the test; its record rides on the test's teardown report, so
+pytest-xdist workers send it to the controller with the report and the controller writes one
+file for the whole session.  Heavy modules load only when an option is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_RUNS = pytest.StashKey[list[dict[str, Any]]]()
+PLUGIN_NAME = "openprogram-report"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("openprogram", "openprogram_testing harness")
+    group.addoption(
+        "--openprogram-html",
+        metavar="FILE",
+        default=None,
+        help="Write an HTML report of every loop run of the session to FILE (self-contained).",
+    )
+    group.addoption(
+        "--openprogram-coverage",
+        action="store_true",
+        default=False,
+        help="Print which loop behaviours the session's runs exercised, how often, which never.",
+    )
+    group.addoption(
+        "--openprogram-coverage-fail-under",
+        metavar="PCT",
+        type=float,
+        default=None,
+        help="Fail the session when loop-behaviour coverage is below PCT percent.",
+    )
+    group.addoption(
+        "--openprogram-scenario-details",
+        action="store_true",
+        default=False,
+        help="Attach each scenario's result (timeline, JSON) to its test report "
+        "(used by openprogram-testing run).",
+    )
+
+
+def wanted(config: pytest.Config) -> bool:
+    """Whether any option asks for the session's runs."""
+    return bool(
+        config.getoption("--openprogram-html", default=None)
+        or config.getoption("--openprogram-coverage", default=False)
+        or config.getoption("--openprogram-coverage-fail-under", default=None) is not None
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if wanted(config):
+        config.pluginmanager.register(RunRecorder(), "openprogram-run-recorder")
+        if not hasattr(config, "workerinput"):  # the controller (or a session without xdist)
+            config.pluginmanager.register(SessionReport(config), PLUGIN_NAME)
+    if config.getoption("--openprogram-scenario-details", default=False):
+        config.pluginmanager.register(ScenarioDetails(), "openprogram-scenario-details")
+
+
+class RunRecorder:
+    """Records the runs of each test (where the test runs: in-process or in a worker)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Generator[None]:
+        from ..trace import LoopTrace, add_trace_listener, remove_trace_listener
+        from .record import trace_record
+
+        runs: list[dict[str, Any]] = []
+        item.stash[_RUNS] = runs
+
+        def listener(trace: LoopTrace) -> None:
+            runs.append(trace_record(trace, label=f"run {len(runs) + 1}"))
+
+        add_trace_listener(listener)
+        try:
+            return (yield)
+        finally:
+            remove_trace_listener(listener)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "teardown":
+            runs: list[dict[str, Any]] = item.stash.get(_RUNS, [])
+            report.openprogram_runs = list(runs)  # type: ignore[attr-defined]
+        return report
+
+
+class ScenarioDetails:
+    """Puts a scenario's result on its call report (it survives pytest-xdist's transport)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "call":
+            details = scenario_details(item)
+            if details is not None:
+                report.openprogram_scenario = details  # type: ignore[attr-defined]
+        return report
+
+
+def scenario_details(item: pytest.Item) -> dict[str, Any] | None:
+    """What the command line shows of a scenario item: name, file, whether the file was
+    invalid, and the result (termination, model calls, timeline, JSON)."""
+    from ..collect import ScenarioItem
+
+    if not isinstance(item, ScenarioItem):
+        return None
+    result = item.result
+    details: dict[str, Any] = {
+        "name": item.name,
+        "path": str(item.path),
+        "invalid": item.load_error is not None,
+        "termination": None,
+        "model_calls": None,
+        "snapshot_written": False,
+        "timeline": "",
+        "result": None,
+    }
+    if result is not None:
+        trace = result.trace
+        details.update(
+            termination=getattr(trace, "termination", None),
+            model_calls=getattr(trace, "model_calls", None),
+            snapshot_written=result.snapshot_written,
+            timeline=result.timeline,
+            result=result.to_dict(),
+            failures=list(result.failures),
+        )
+    return details
+
+
+class SessionReport:
+    """Gathers every test's outcome and runs on the controller; writes the HTML report,
+    prints the coverage table and applies the threshold at the end of the session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.tests: dict[str, dict[str, Any]] = {}
+        self.html: Path | None = None
+        self.coverage: Any = None
+        self.below: str | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entry = self.tests.setdefault(
+            report.nodeid,
+            {"name": report.nodeid, "nodeid": report.nodeid, "outcome": "passed", "ms": 0.0,
+             "failure": None, "runs": []},
+        )  # fmt: skip
+        entry["ms"] += report.duration * 1000
+        if report.failed:
+            entry["outcome"] = "failed" if report.when == "call" else "error"
+            text = report.longreprtext
+            entry["failure"] = text if entry["failure"] is None else entry["failure"] + "\n" + text
+        elif report.skipped and entry["outcome"] == "passed":
+            entry["outcome"] = "skipped"
+            entry["failure"] = report.longreprtext or None
+        runs = getattr(report, "openprogram_runs", None)
+        if runs:
+            entry["runs"].extend(runs)
+
+    def entries(self) -> list[dict[str, Any]]:
+        return list(self.tests.values())
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from .coverage import Coverage
+        from .html import write_html
+
+        tests = self.entries()
+        self.coverage = Coverage.of(run.get("behaviours") or {} for t in tests for run in t["runs"])
+        target = self.config.getoption("--openprogram-html", default=None)
+        if target:
+            self.html = write_html(
+                Path(target), tests, coverage=self.coverage, title="OpenProgram test report"
+            )
+        threshold = self.config.getoption("--openprogram-coverage-fail-under", default=None)
+        if threshold is not None and self.coverage.percent < threshold:
+            self.below = (
+                f"loop-behaviour coverage {self.coverage.percent:.1f} % is below the required "
+                f"{threshold:g} % (never exercised: "
+                + ", ".join(b.name for b in self.coverage.missing)
+                + ")"
+            )
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        if self.coverage is not None and (
+            self.config.getoption("--openprogram-coverage", default=False) or self.below
+        ):
+            tr.write_sep("=", "openprogram loop-behaviour coverage")
+            tr.write_line(self.coverage.text())
+        if self.below:
+            tr.write_line(f"FAIL: {self.below}", red=True, bold=True)
+        if self.html is not None:
+            tr.write_line(f"openprogram HTML report: {self.html}")
+
+
+__all__ = ["PLUGIN_NAME", "RunRecorder", "SessionReport", "scenario_details", "wanted"]

@@ -1,0 +1,205 @@
+"""A trace as plain JSON data for the HTML report: rounds, model calls, tool executions,
+arrivals of steering and follow-up messages, annotations, durations and nested runs.
+
+The record is built where the trace lives (in the test process, or a pytest-xdist worker) and
+travels as JSON: nothing in it refers back to Python objects.  Long texts are clipped (with the
+number of characters cut) so one runaway tool result cannot make a report unloadable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from openprogram.types import (
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+
+from .behaviours import exhibited
+from .rounds import Round, child_traces, split_rounds
+
+if TYPE_CHECKING:
+    from ..trace import LoopTrace
+
+TEXT_LIMIT = 20_000
+"""Characters kept of any one text in a record; the rest is replaced by a note of its length."""
+
+
+def clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (+{len(text) - limit} characters not shown)"
+
+
+def pretty(value: Any) -> str:
+    """Arguments and structured results as indented JSON (``repr`` for what JSON cannot hold)."""
+    try:
+        return clip(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=repr))
+    except (TypeError, ValueError):
+        return clip(repr(value))
+
+
+def content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return clip(content)
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent):
+            parts.append(f"[image {block.mime_type}, {len(block.data_b64)} base64 characters]")
+    return clip("\n".join(parts))
+
+
+def _ms(trace: LoopTrace, start: int | None, end: int | None) -> float | None:
+    """Milliseconds between two events of the trace (``None`` without arrival times)."""
+    times = trace.event_times
+    if not times or start is None or end is None or end >= len(times) or start >= len(times):
+        return None
+    return round((times[end] - times[start]) * 1000, 3)
+
+
+def _call(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": call.id, "name": call.name, "args": pretty(call.arguments)}
+    if call.raw_arguments is not None:
+        out["raw"] = clip(call.raw_arguments)
+    return out
+
+
+def _reply(trace: LoopTrace, r: Round) -> dict[str, Any] | None:
+    m = r.reply
+    if m is None:
+        return None
+    text = "".join(b.text for b in m.content if isinstance(b, TextContent))
+    thinking = "".join(b.thinking for b in m.content if isinstance(b, ThinkingContent))
+    out: dict[str, Any] = {
+        "stop": m.stop_reason,
+        "text": clip(text),
+        "calls": [_call(c) for c in m.tool_calls],
+        "ms": _ms(trace, r.start_index, r.reply_index),
+    }
+    if thinking:
+        out["thinking"] = clip(thinking)
+    if m.error_message is not None:
+        out["error"] = clip(m.error_message)
+    if m.error_status is not None:
+        out["status"] = m.error_status
+    if m.error_retryable is not None:
+        out["retryable"] = m.error_retryable
+    if m.usage.input_tokens or m.usage.output_tokens:
+        out["usage"] = [m.usage.input_tokens, m.usage.output_tokens]
+    return out
+
+
+def _tools(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
+    calls = {c.id: c for c in (r.reply.tool_calls if r.reply is not None else [])}
+    out: list[dict[str, Any]] = []
+    for t in r.tools:
+        res: ToolResultMessage = t.result
+        call = calls.get(res.tool_call_id)
+        status = "skipped" if res.skipped else "error" if res.is_error else "ok"
+        item: dict[str, Any] = {
+            "index": t.index,
+            "id": res.tool_call_id,
+            "name": res.tool_name,
+            "args": pretty(call.arguments) if call is not None else "",
+            "status": status,
+            "result": content_text(res.content),
+            "ms": _ms(trace, t.start_index, t.end_index),
+        }
+        if t.updates:
+            item["updates"] = t.updates
+        if res.details is not None:
+            item["details"] = pretty(res.details)
+        out.append(item)
+    return out
+
+
+def _arrivals(trace: LoopTrace, rounds: list[Round], r: Round) -> list[dict[str, Any]]:
+    """User messages delivered before this round's model call, with where they arrived: with
+    the prompt, after tool call *k* of the previous round (and what they skipped), or after
+    the previous reply."""
+    previous = rounds[r.index - 1] if r.index > 0 else None
+    out: list[dict[str, Any]] = []
+    for a in r.arrivals:
+        item: dict[str, Any] = {"kind": a.kind, "text": content_text(a.message.content)}
+        if previous is not None and a.kind != "prompt":
+            executed = previous.executed
+            if previous.calls:
+                item["after_tool"] = executed[-1].index if executed else None
+                item["skipped"] = [
+                    f"{t.result.tool_name} ({t.result.tool_call_id})" for t in previous.skipped
+                ]
+            else:
+                item["after_reply"] = True
+        out.append(item)
+    return out
+
+
+def _annotations(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
+    """Transport notes (cassette interactions, faults) that happened during this round, with
+    the event they follow (``model`` while the reply streamed, else the tool call index)."""
+    out: list[dict[str, Any]] = []
+    for note in trace.annotations:
+        if not r.start_index <= note.event_index - 1 <= r.end_index:
+            continue
+        where = "model"
+        for t in r.tools:
+            if t.start_index is not None and t.start_index < note.event_index <= t.end_index:
+                where = f"tool {t.index}"
+        out.append({"kind": note.kind, "text": clip(note.text), "at": where})
+    return out
+
+
+def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
+    """The JSON-ready record of one run (and, for a trace tree, its nested runs as lanes)."""
+    rounds = split_rounds(trace)
+    times = trace.event_times
+    duration = round((times[-1] - times[0]) * 1000, 3) if times else None
+    record: dict[str, Any] = {
+        "label": label,
+        "termination": trace.termination,
+        "model_calls": trace.model_calls,
+        "cap": trace.cap,
+        "steering_mode": trace.steering_mode,
+        "ms": duration,
+        "behaviours": exhibited(trace),
+        "rounds": [
+            {
+                "index": r.index,
+                "ms": _ms(trace, r.start_index, r.end_index),
+                "arrivals": _arrivals(trace, rounds, r),
+                "reply": _reply(trace, r),
+                "tools": _tools(trace, r),
+                "notes": _annotations(trace, r),
+            }
+            for r in rounds
+        ],
+        "undelivered": [content_text(u.content) for u in trace.undelivered],
+        "final_text": clip(trace.final_text),
+        "children": [],
+    }
+    if trace.system_prompt:
+        record["system_prompt"] = clip(trace.system_prompt)
+    for node, child in child_traces(trace):
+        lane = trace_record(child, label=_child_label(node))
+        record["children"].append(lane)
+    return record
+
+
+def _child_label(node: Any) -> str:
+    """``exec from <tool> (<call id>)`` when the tree node says which call started it."""
+    name = getattr(node, "tool_name", None) or getattr(node, "name", None)
+    call_id = getattr(node, "tool_call_id", None) or getattr(node, "call_id", None)
+    if name and call_id:
+        return f"exec from {name} ({call_id})"
+    if name:
+        return f"exec from {name}"
+    return "nested run"
+
+
+__all__ = ["TEXT_LIMIT", "clip", "content_text", "pretty", "trace_record"]
