@@ -1,8 +1,9 @@
 """Tool adapters: the three tool forms, argument validation, and result shaping.
 
-Every tool handed to the loop is normalised once per run into an ``AgentTool``: its spec, a
-validator compiled once (JSON Schema validators are cached by schema), and a flag set saying which
-optional keywords its ``execute`` accepts.  Nothing here is redone per call.
+Every tool handed to the loop is normalised into an ``AgentTool``: its spec, a validator compiled
+once (JSON Schema validators are cached by schema), and a flag set saying which optional keywords
+its ``execute`` accepts.  Nothing here is redone per call, and a tool object offered again in a
+later run (unchanged) gets the ``AgentTool`` it got before.
 
 Tool forms accepted by ``as_agent_tool``:
 
@@ -16,6 +17,7 @@ signature names them (or takes ``**kwargs``), ``tool_call_id``, ``cancel`` and `
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
@@ -303,10 +305,53 @@ def _spec_from(obj: Any, where: Callable[[], str]) -> ToolSpec:
     )
 
 
+_OFFERED: dict[int, tuple[Any, Any, Any, AgentTool]] = {}
+"""``id(tool) → (tool, a deep copy of its spec, its execute, the AgentTool)`` for dict and
+``.spec``/``.execute`` tools: programs offer the same tool objects run after run, and rebuilding
+the spec and keying the schema cache cost 12-15 µs per tool per run.  The entry holds the tool
+itself, so its id cannot be reused while cached; a hit needs the same ``execute`` and a spec
+equal to the copy taken when it was built, so a spec changed in place is normalised again."""
+
+_OFFERED_MAX = 4096
+"""A program that builds fresh tool objects every run would otherwise grow the cache without
+bound: past this many entries it starts over."""
+
+
 def as_agent_tool(tool: Any) -> AgentTool:
     """Normalise one tool entry; anything unusable is a ``TypeError`` naming the entry."""
     if isinstance(tool, AgentTool):
         return tool
+    hit = _OFFERED.get(id(tool))
+    if hit is not None and hit[0] is tool:
+        try:
+            spec, execute = _spec_and_execute(tool)
+            same_execute = execute is hit[2] or (
+                type(execute) is types.MethodType and execute == hit[2]  # a fresh bound method
+            )
+            if same_execute and spec == hit[1]:
+                return hit[3]
+        except Exception:  # a spec whose comparison raises: build it again (and report there)
+            pass
+    agent_tool = _build_agent_tool(tool)
+    if not hasattr(tool, "to_agent_tool"):  # decorated functions keep their own AgentTool
+        try:
+            spec, execute = _spec_and_execute(tool)
+            snapshot = copy.deepcopy(spec)
+        except Exception:  # a spec that cannot be copied is simply not cached
+            return agent_tool
+        if len(_OFFERED) >= _OFFERED_MAX:
+            _OFFERED.clear()
+        _OFFERED[id(tool)] = (tool, snapshot, execute, agent_tool)
+    return agent_tool
+
+
+def _spec_and_execute(tool: Any) -> tuple[Any, Any]:
+    if isinstance(tool, Mapping):
+        return tool.get("spec"), tool.get("execute")
+    return getattr(tool, "spec", None), getattr(tool, "execute", None)
+
+
+def _build_agent_tool(tool: Any) -> AgentTool:
     convert = getattr(tool, "to_agent_tool", None)
     if callable(convert):
         result = convert()

@@ -1,0 +1,101 @@
+"""Tools offered again (the same objects) are not normalised again, and a changed tool is."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from openprogram import AgentContext, LoopConfig, agent_loop
+from openprogram import tools as tools_module
+from openprogram.tools import as_agent_tool, normalize_tools
+from openprogram_testing import ScriptedProvider, call, turn
+
+
+def _tool(name: str = "add") -> dict[str, Any]:
+    return {
+        "spec": {
+            "name": name,
+            "description": "Add two integers.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        },
+        "execute": lambda args: args["a"] + args["b"],
+    }
+
+
+class _ObjectTool:
+    def __init__(self) -> None:
+        self.spec = {"name": "obj", "description": "An object tool.", "parameters": {}}
+
+    def execute(self, arguments: dict[str, Any]) -> str:
+        return "ok"
+
+
+def test_the_same_tool_objects_give_the_same_agent_tools() -> None:
+    tool, obj = _tool(), _ObjectTool()
+    first = normalize_tools([tool, obj])
+    again = normalize_tools([tool, obj])
+    assert again[0] is first[0]
+    # a bound method is a new object on every attribute access: it must still hit
+    assert again[1] is first[1]
+
+
+def test_a_spec_changed_in_place_is_normalised_again() -> None:
+    tool = _tool()
+    before = as_agent_tool(tool)
+    tool["spec"]["description"] = "Add two numbers."
+    tool["spec"]["parameters"]["properties"]["a"]["type"] = "number"
+    after = as_agent_tool(tool)
+    assert after is not before
+    assert after.spec.description == "Add two numbers."
+    assert after.validate({"a": 1.5, "b": 2})[1] == []
+    assert before.validate({"a": 1.5, "b": 2})[1] != []  # the old one kept the old schema
+
+
+def test_a_new_execute_or_a_new_name_is_normalised_again() -> None:
+    tool = _tool()
+    before = as_agent_tool(tool)
+    tool["execute"] = lambda args: 0
+    assert as_agent_tool(tool).execute is tool["execute"]
+    obj = _ObjectTool()
+    first = as_agent_tool(obj)
+    obj.spec = {**obj.spec, "name": "renamed"}
+    assert as_agent_tool(obj).name == "renamed" and first.name == "obj"
+    assert before.name == "add"
+
+
+def test_the_cache_is_bounded() -> None:
+    for _ in range(tools_module._OFFERED_MAX + 10):
+        as_agent_tool(_tool())
+    assert len(tools_module._OFFERED) <= tools_module._OFFERED_MAX
+
+
+def test_a_changed_tool_is_what_the_next_run_offers_and_runs() -> None:
+    tool = _tool()
+
+    async def run() -> tuple[str, list[str]]:
+        provider = ScriptedProvider([turn(call("add", {"a": 2, "b": 3})), "done"])
+        stream = agent_loop("go", AgentContext(tools=[tool]), LoopConfig(provider=provider))
+        messages = await stream
+        return messages[2].text, [t.description for t in provider.requests[0].tools]
+
+    assert asyncio.run(run()) == ("5", ["Add two integers."])
+    tool["spec"]["description"] = "Multiply two integers."
+    tool["execute"] = lambda args: args["a"] * args["b"]
+    assert asyncio.run(run()) == ("6", ["Multiply two integers."])
+
+
+class _RaisingEq(dict):  # type: ignore[type-arg]
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparing me")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_a_spec_whose_comparison_raises_is_still_normalised() -> None:
+    tool = {"spec": _RaisingEq(name="odd", description="", parameters={}), "execute": str}
+    assert as_agent_tool(tool).name == "odd"
+    assert as_agent_tool(tool).name == "odd"  # the cached entry cannot be compared: rebuilt
