@@ -143,7 +143,7 @@ def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise ValueError(f"invalid JSON Schema for tool parameters: {exc.message}") from None
-    compiled = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    compiled = Draft202012Validator(schema, format_checker=format_checker())
     accepts = _fast_acceptor(schema)
 
     def validate(args: dict[str, Any]) -> tuple[dict[str, Any], list[ValidationProblem]]:
@@ -158,6 +158,45 @@ def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
 
     _SCHEMA_CACHE[key] = validate
     return validate
+
+
+_FORMAT_CHECKER: Any = None
+
+
+def format_checker() -> Any:
+    """jsonschema's Draft 2020-12 format checker, plus ``iri``/``iri-reference`` when jsonschema
+    has no checker for them (they need ``rfc3987``, GPL, or ``rfc3987-syntax``, seconds to
+    import): an IRI is checked as the URI it maps to (non-ASCII characters percent-encoded as
+    UTF-8, the RFC 3987 mapping) by ``rfc3986-validator``."""
+    global _FORMAT_CHECKER
+    if _FORMAT_CHECKER is not None:
+        return _FORMAT_CHECKER
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    checker = FormatChecker(())
+    checker.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
+    try:
+        from rfc3986_validator import validate_rfc3986
+    except ImportError:  # pragma: no cover - a declared dependency
+        validate_rfc3986 = None
+    if validate_rfc3986 is not None:
+        for name, rule in (("iri", "URI"), ("iri-reference", "URI_reference")):
+            if name not in checker.checkers:
+
+                def check(instance: object, rule: str = rule) -> bool:
+                    if not isinstance(instance, str):
+                        return True
+                    return validate_rfc3986(_iri_to_uri(instance), rule=rule) is not None
+
+                checker.checks(name)(check)
+    _FORMAT_CHECKER = checker
+    return checker
+
+
+def _iri_to_uri(text: str) -> str:
+    from urllib.parse import quote
+
+    return "".join(c if c.isascii() else quote(c, safe="") for c in text)
 
 
 _ANNOTATIONS = frozenset(
