@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         load_scenario,
         run_scenario,
     )
+    from .schema_provider import SchemaDrivenProvider
     from .scripted import (
         ModelRequest,
         ScriptedCall,
@@ -77,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "check_invariants": "invariants",
     "check_rechunk_invariance": "invariants",
     "find_violations": "invariants",
+    "SchemaDrivenProvider": "schema_provider",
     "Scenario": "scenarios",
     "ScenarioError": "scenarios",
     "ScenarioResult": "scenarios",
@@ -137,6 +139,7 @@ __all__ = [
     "ScenarioError",
     "ScenarioResult",
     "ScheduleEntry",
+    "SchemaDrivenProvider",
     "ScriptError",
     "ScriptedCall",
     "ScriptedProvider",

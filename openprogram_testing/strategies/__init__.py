@@ -42,9 +42,20 @@ from .generate import (
 from .model import GenCall, GeneratedScenario, GenSteering, GenTool, GenTurn
 from .oracle import Expected, ExpectedResult
 from .profiles import PROFILES, active_profile, load_profile, property_settings, register_profiles
+from .schema import (
+    ALL_LABELS,
+    NEAR_MISSES,
+    SchemaCall,
+    ToolModel,
+    schema_arguments,
+    schema_calls,
+    tool_model,
+)
 from .universe import TOOL_NAMES, UNKNOWN_TOOL, X_SCHEMA
 
 __all__ = [
+    "ALL_LABELS",
+    "NEAR_MISSES",
     "PROFILES",
     "TOOL_NAMES",
     "UNKNOWN_TOOL",
@@ -57,6 +68,8 @@ __all__ = [
     "GenTurn",
     "GeneratedScenario",
     "OutcomeMismatch",
+    "SchemaCall",
+    "ToolModel",
     "active_profile",
     "check_outcome",
     "check_rules",
@@ -75,7 +88,10 @@ __all__ = [
     "save_failure",
     "scenario_to_yaml",
     "scenarios",
+    "schema_arguments",
+    "schema_calls",
     "steering_schedules",
     "to_scenario",
     "tool_calls",
+    "tool_model",
 ]

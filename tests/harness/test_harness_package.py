@@ -24,6 +24,7 @@ PUBLIC = [
     "ModelRequest",
     "ProviderEmulator",
     "Scenario",
+    "SchemaDrivenProvider",
     "ScenarioError",
     "ScenarioResult",
     "ScheduleEntry",
