@@ -37,6 +37,9 @@ __all__ = [
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 _PRELUDE = struct.Struct(">II")
 _STRING = 7
+PADDING = "abcdefghijklmnopqrstuvwxyzABCDEF"
+"""Bedrock pads every event payload with a meaningless ``p`` field (to hide lengths); so do we,
+so clients are tested against it."""
 
 
 class EventStreamError(ValueError):
@@ -182,10 +185,12 @@ class EventStream:
 
     def payload(self, frame: Frame) -> tuple[str, bytes]:
         """The ``:event-type`` and payload bytes of ``frame``."""
-        data = dumps(frame.data).encode()
-        if self.chunked and not frame.exception:
-            return "chunk", dumps({"bytes": base64.b64encode(data).decode()}).encode()
-        return str(frame.event or ""), data
+        if frame.exception:
+            return str(frame.event or ""), dumps(frame.data).encode()
+        if self.chunked:
+            data = base64.b64encode(dumps(frame.data).encode()).decode()
+            return "chunk", dumps({"bytes": data, "p": PADDING}).encode()
+        return str(frame.event or ""), dumps({**frame.data, "p": PADDING}).encode()
 
     def encode(self, frame: Frame, *, corrupt: bool = False, bad_crc: bool = False) -> bytes:
         event, payload = self.payload(frame)

@@ -28,11 +28,14 @@ from openprogram_testing.scripted import (
 
 ADAPTERS = {
     "openai_chat": lambda emu, stream: OpenAIChatProvider(
-        base_url=emu.openai_base_url, api_key="test", stream=stream),
+        base_url=emu.openai_base_url, api_key="test", stream=stream
+    ),
     "openai_responses": lambda emu, stream: OpenAIResponsesProvider(
-        base_url=emu.openai_base_url, api_key="test", stream=stream),
+        base_url=emu.openai_base_url, api_key="test", stream=stream
+    ),
     "anthropic": lambda emu, stream: AnthropicProvider(
-        base_url=emu.anthropic_base_url, api_key="test", stream=stream),
+        base_url=emu.anthropic_base_url, api_key="test", stream=stream
+    ),
 }
 
 
@@ -62,8 +65,14 @@ def script(api: str, seen: list[ModelRequest]) -> list[Any]:
         return turn("The sums are 5 and 9.", usage=Usage(input_tokens=30, output_tokens=6))
 
     return [
-        turn(*first, "Let me add.", call("add", {"a": 2, "b": 3}), call("add", {"a": 4, "b": 5}),
-             usage=Usage(input_tokens=20, output_tokens=10), chunk_size=4),
+        turn(
+            *first,
+            "Let me add.",
+            call("add", {"a": 2, "b": 3}),
+            call("add", {"a": 4, "b": 5}),
+            usage=Usage(input_tokens=20, output_tokens=10),
+            chunk_size=4,
+        ),
         answer,
     ]
 
@@ -113,8 +122,11 @@ async def test_tool_round_then_text_matches_the_scripted_provider(api, stream):
     assert got.system_prompt == want.system_prompt == "Be exact."
     assert got.tool_names == want.tool_names == ["add"]
     assert [m.role for m in got.messages] == [m.role for m in want.messages]
-    got_results = [(m.tool_call_id, m.tool_name, m.text) for m in got.messages
-                   if isinstance(m, ToolResultMessage)]
+    got_results = [
+        (m.tool_call_id, m.tool_name, m.text)
+        for m in got.messages
+        if isinstance(m, ToolResultMessage)
+    ]
     assert got_results == [("call_0", "add", "5"), ("call_1", "add", "9")]
     assert got.messages[1].tool_calls == want.messages[1].tool_calls
 
@@ -137,8 +149,9 @@ async def test_disconnect_mid_stream_never_runs_the_tools(api):
     tool = add_tool()
     tool["execute"] = lambda args: ran.append(args) or 0
     with ProviderEmulator() as emu:
-        emu.add(turn(call("add", {"a": 1, "b": 2}), chunk_size=2),
-                faults=[Fault.disconnect_after(5)])
+        emu.add(
+            turn(call("add", {"a": 1, "b": 2}), chunk_size=2), faults=[Fault.disconnect_after(5)]
+        )
         stream, messages = await run(ADAPTERS[api](emu, True), [tool], "go")
     assert stream.termination == "error"
     assert ran == []

@@ -1,0 +1,130 @@
+"""Frame-addressed mutations on both framings, against the shared real recordings: SSE (Gemini's
+CRLF data-only stream) and AWS event stream (Bedrock Converse and InvokeModel)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openprogram_testing.cassettes import load_interactions
+from openprogram_testing.faults import (
+    CorruptCrc,
+    CorruptFrame,
+    DropTerminal,
+    FaultError,
+    HttpError,
+    MutableResponse,
+    Stall,
+    TruncateAfter,
+    apply_mutations,
+)
+from openprogram_testing.wire import eventstream, sse
+
+SHARED = Path(__file__).resolve().parents[3] / "shared/conformance/cassettes"
+EVENT_STREAMS = [
+    "dd-trace-py/bedrock/bedrock_converse_stream.yaml",
+    "opentelemetry-python-contrib/botocore/test_converse_stream_with_content_tool_call.yaml",
+    "chatlas/test_provider_bedrock/test_anthropic_tool_variations_async.yaml",
+]
+GEMINI = "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml"
+
+
+def recorded(path: str) -> MutableResponse:
+    interaction = load_interactions(SHARED / path)[0]
+    response = interaction["response"]
+    headers = {
+        k.lower(): [v if isinstance(v, str) else v.decode() for v in vs]
+        for k, vs in response["headers"].items()
+    }
+    body = response["body"]["string"]
+    uri = interaction["request"]["uri"]
+    return MutableResponse(200, "OK", headers, body, path=uri.split("://", 1)[-1].partition("/")[2])
+
+
+def messages(response: MutableResponse) -> list[bytes]:
+    return eventstream.split_messages(response.body_bytes())
+
+
+def terminal(response: MutableResponse, frame: Any) -> bool:
+    frames = response.frames("test")
+    return response.is_terminal(response.wire(frames), frame)
+
+
+@pytest.mark.parametrize("path", EVENT_STREAMS)
+def test_truncate_at_every_frame_of_an_event_stream(path):
+    total = len(messages(recorded(path)))
+    for k in range(total + 1):
+        response = apply_mutations(recorded(path), [TruncateAfter(k)])
+        cut = messages(response)
+        assert len(cut) == k
+        assert [eventstream.decode_message(m).headers for m in cut] == [
+            eventstream.decode_message(m).headers for m in messages(recorded(path))[:k]
+        ]
+    with pytest.raises(FaultError, match="frame index must be"):
+        apply_mutations(recorded(path), [TruncateAfter(total + 1)])
+
+
+@pytest.mark.parametrize("path", EVENT_STREAMS)
+def test_drop_terminal_of_an_event_stream(path):
+    original = recorded(path)
+    assert any(terminal(original, m) for m in messages(original))
+    dropped = apply_mutations(recorded(path), [DropTerminal()])
+    assert not any(terminal(dropped, m) for m in messages(dropped))
+    assert 1 <= len(messages(original)) - len(messages(dropped)) <= 2
+    with pytest.raises(FaultError, match="no terminal frame"):
+        apply_mutations(dropped, [DropTerminal()])
+
+
+@pytest.mark.parametrize("path", EVENT_STREAMS)
+def test_corrupt_frame_and_crc_of_an_event_stream(path):
+    bad = messages(apply_mutations(recorded(path), [CorruptFrame(1)]))[1]
+    decoded = eventstream.decode_message(bad)  # well framed: CRCs match
+    assert decoded.headers[":message-type"] == "event"
+    with pytest.raises(ValueError):
+        json.loads(decoded.payload)
+    crc = messages(apply_mutations(recorded(path), [CorruptCrc(2)]))
+    with pytest.raises(eventstream.EventStreamError, match="message CRC mismatch"):
+        eventstream.decode_message(crc[2])
+    assert crc[2][:-4] == messages(recorded(path))[2][:-4]  # the bytes are intact
+
+
+def test_botocore_rejects_the_corrupted_crc():
+    from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
+
+    buffer = EventStreamBuffer()
+    buffer.add_data(apply_mutations(recorded(EVENT_STREAMS[0]), [CorruptCrc(0)]).body_bytes())
+    with pytest.raises(ChecksumMismatch):
+        list(buffer)
+
+
+def test_stall_offsets_follow_event_stream_frames():
+    response = apply_mutations(recorded(EVENT_STREAMS[0]), [Stall(0.5, after_frame=2)])
+    first, second = messages(recorded(EVENT_STREAMS[0]))[:2]
+    pieces = response.pieces()
+    assert pieces[0] == (0.0, response.body_bytes()[: len(first) + len(second)])
+    assert pieces[1][0] == 0.5
+
+
+def test_http_error_on_an_event_stream_speaks_bedrock():
+    response = apply_mutations(recorded(EVENT_STREAMS[0]), [HttpError(429)])
+    assert response.status == 429 and json.loads(response.body) == {"message": "Too Many Requests"}
+    assert response.header("x-amzn-ErrorType").startswith("ThrottlingException:")
+
+
+def test_sse_mutations_keep_geminis_crlf_framing():
+    original = recorded(GEMINI)
+    frames = sse.split_frames(original.text)
+    assert "\r\n" in original.text and frames
+    cut = apply_mutations(recorded(GEMINI), [TruncateAfter(1)])
+    assert cut.text == frames[0].replace("\n", "\r\n") + "\r\n\r\n"
+    dropped = apply_mutations(recorded(GEMINI), [DropTerminal()])
+    assert len(sse.split_frames(dropped.text)) == len(frames) - 1
+    assert "finishReason" not in dropped.text
+    corrupt = apply_mutations(recorded(GEMINI), [CorruptFrame(0)])
+    with pytest.raises(ValueError):
+        json.loads(sse.frame_data(sse.split_frames(corrupt.text)[0]) or "")
+    with pytest.raises(FaultError, match="only event-stream bodies have CRCs"):
+        apply_mutations(recorded(GEMINI), [CorruptCrc(0)])
