@@ -87,10 +87,10 @@ def prepare(
     run: RunState, call: ToolCall
 ) -> tuple[ToolResultMessage | Awaitable[Any] | None, Any, dict[str, Any]]:
     """Everything about one call that needs no ``await``: an unknown tool, argument JSON that did
-    not parse and failed validation are answered here, and a plain sync tool (the hot path) is
-    called directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what
-    a plain tool returned that must still be awaited (``settle``), or ``None``: the general path
-    (``invoke``: extras, async bodies, timeouts) runs the call."""
+    not parse and failed validation are answered here, and a plain tool (the hot path) is called
+    directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what the
+    tool returned that must still be awaited (``settle``: a coroutine of an ``async def`` tool),
+    or ``None``: the general path (``invoke``: extras, timeouts, cancel tokens) runs the call."""
     tool = run.tools.get(call.name)
     if tool is None:
         return error_result(call.id, call.name, tool_not_found_text(call.name)), None, {}
@@ -105,8 +105,16 @@ def prepare(
     if problems:
         text = validation_failed_text(call.name, problems, call.arguments)
         return error_result(call.id, call.name, text), tool, arguments
-    if tool.accepts or tool.is_async or run.config.tool_timeout_s is not None:
+    config = run.config
+    if (
+        tool.accepts
+        or config.tool_timeout_s is not None
+        or (tool.is_async and config.cancel is not None)
+    ):
         return None, tool, arguments
+    # A plain sync tool runs here; so does an ``async def`` tool with nothing to watch (no
+    # timeout, no cancel token, no progress callback): its coroutine is awaited inline by
+    # ``settle``, with no task, event or wait per call.
     try:
         value = tool.execute(arguments)
     except Exception as exc:
