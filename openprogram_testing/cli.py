@@ -143,7 +143,11 @@ def run_one(path: str, update_snapshots: bool = False) -> dict[str, Any]:
     except ScenarioError as exc:
         return _error_row(Path(path), str(exc))
     try:
-        return _row(run_scenario(scenario, update_snapshots=update_snapshots))
+        return _row(
+            run_scenario(
+                scenario, update_snapshots=update_snapshots, snapshot_hint="--update-snapshots"
+            )
+        )
     except Exception as exc:  # a harness bug must not hide the other scenarios' results
         return _error_row(Path(path), f"the scenario could not run: {type(exc).__name__}: {exc}")
 

@@ -48,13 +48,51 @@ class ScenarioFile(pytest.File):
         from .scenarios import ScenarioError, load_scenario, scenario_stem
 
         try:
-            scenario = load_scenario(self.path)
+            scenario = load_scenario(
+                self.path,
+                root=self.config.rootpath,
+                import_roots=import_roots(self.config),
+            )
         except ScenarioError as exc:
             yield ScenarioItem.from_parent(
                 self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)
             )
             return
         yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The collector's own settings."""
+    parser.addini(
+        "openprogram_scenario_time_limit",
+        "Wall-clock limit of one scenario run in seconds (default: 60; a scenario's "
+        "options.time_limit_s wins).",
+        default="",
+    )
+
+
+def import_roots(config: pytest.Config) -> list[Path]:
+    """Where scenario ``import:`` paths are looked up under pytest: the ``pythonpath`` ini
+    setting, then the rootdir."""
+    roots = [Path(str(p)) for p in config.getini("pythonpath") or []]
+    roots.append(Path(str(config.rootpath)))
+    return roots
+
+
+def time_limit(config: pytest.Config) -> float | None:
+    """The ``openprogram_scenario_time_limit`` ini value (``None``: the runner's default)."""
+    raw = str(config.getini("openprogram_scenario_time_limit") or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise pytest.UsageError(
+            f"openprogram_scenario_time_limit must be a number of seconds > 0, got {raw!r}"
+        )
+    return value
 
 
 class ScenarioItem(pytest.Item):
@@ -74,10 +112,30 @@ class ScenarioItem(pytest.Item):
             raise ScenarioFailure(f"invalid scenario file:\n{self.load_error}")
         from .scenarios import run_scenario
 
-        update = bool(self.config.getoption("update_snapshots", default=False))
-        self.result = run_scenario(self.scenario, update_snapshots=update)
+        self.result = run_scenario(
+            self.scenario,
+            snapshot=self._snapshot(),
+            snapshot_hint="--snapshot-update",
+            time_limit_s=time_limit(self.config),
+        )
         if not self.result.passed:
             raise ScenarioFailure(self.result.failure_text)
+
+    @property
+    def obj(self) -> Any:
+        """What syrupy reads (module and name) to place this item's snapshot."""
+        from .scenarios.snapshots import snapshot_owner
+
+        return snapshot_owner(self.name)
+
+    def _snapshot(self) -> Any:
+        """A syrupy assertion bound to this item (``None`` when syrupy is not active)."""
+        session = getattr(self.config, "_syrupy", None)
+        if session is None or self.scenario is None or not self.scenario.expect.snapshot:
+            return None
+        from .scenarios.snapshots import pytest_snapshot
+
+        return pytest_snapshot(self, session)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
@@ -88,4 +146,4 @@ class ScenarioItem(pytest.Item):
         return self.path, 0, f"scenario: {self.name}"
 
 
-__all__ = ["ScenarioFailure", "ScenarioFile", "ScenarioItem"]
+__all__ = ["ScenarioFailure", "ScenarioFile", "ScenarioItem", "import_roots", "time_limit"]

@@ -20,7 +20,9 @@ def test_the_suite_is_substantial_and_covers_every_kind_of_run() -> None:
     assert terminations == {"completed", "max_iterations", "error", "aborted"}
     assert {s.options.steering_mode for s in scenarios if s.steering} == {"skip", "after_batch"}
     assert {s.cassette.api for s in scenarios if s.cassette} == {
-        "openai_chat", "openai_responses", "anthropic"
+        "openai_chat",
+        "openai_responses",
+        "anthropic",
     }
     assert any(s.cassette and s.cassette.faults for s in scenarios)
     assert {s.options.max_iterations for s in scenarios} >= {0, 1, 2}

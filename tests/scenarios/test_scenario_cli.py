@@ -131,7 +131,7 @@ def test_update_snapshots_writes_then_passes(tmp_path: Path, capsys) -> None:
     assert cli(capsys, "run", str(tmp_path))[0] == 1
     code, out, _ = cli(capsys, "run", str(tmp_path), "--update-snapshots")
     assert code == 0 and "snapshot written" in out
-    assert (tmp_path / "__snapshots__" / "scenario_s.txt").is_file()
+    assert (tmp_path / "__snapshots__" / "scenario_s" / "s.trace.txt").is_file()
     assert cli(capsys, "run", str(tmp_path))[0] == 0
 
 
@@ -151,9 +151,9 @@ def test_results_dir_and_show_result_json(suite: Path, capsys, tmp_path: Path) -
 def test_show_trace_json(tmp_path: Path, capsys) -> None:
     result = run_scenario(tmp_scenario(tmp_path, PASSING))
     trace_file = tmp_path / "trace.json"
-    trace_file.write_text(json.dumps(
-        {"events": [e.model_dump(mode="json") for e in result.trace.events]}
-    ))
+    trace_file.write_text(
+        json.dumps({"events": [e.model_dump(mode="json") for e in result.trace.events]})
+    )
     code, out, _ = cli(capsys, "show", str(trace_file))
     assert code == 0
     assert "tool_execution_start" in out and "agent_end termination=completed" in out
@@ -240,7 +240,9 @@ def test_console_script_exit_codes_without_traceback(suite: Path) -> None:
     exe = Path(sys.executable).with_name("openprogram-testing")
     done = subprocess.run(
         [str(exe), "run", str(suite / "scenario_gamma.yaml")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 1
     assert "0 passed, 1 failed" in done.stdout
@@ -289,7 +291,9 @@ def test_emulator_command_serves_until_interrupted(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("openprogram-testing")
     proc = subprocess.Popen(
         [str(exe), "emulator", "--scenario", str(source), "--no-echo"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -298,7 +302,8 @@ def test_emulator_command_serves_until_interrupted(tmp_path: Path) -> None:
         assert match, line + proc.stderr.read() if proc.stderr else line
         body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         request = urllib.request.Request(
-            match.group(1) + "/v1/chat/completions", data=body.encode(),
+            match.group(1) + "/v1/chat/completions",
+            data=body.encode(),
             headers={"content-type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=30) as response:

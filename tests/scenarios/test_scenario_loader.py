@@ -198,13 +198,11 @@ def test_top_level_must_be_a_mapping_and_not_empty() -> None:
     assert error_of("- a\n") == (
         "s.yaml:1:1: expected a mapping of scenario fields at the top level, got a list"
     )
-    assert error_of("") .startswith("s.yaml:1:1: the file is empty")
+    assert error_of("").startswith("s.yaml:1:1: the file is empty")
 
 
 def test_shape_rules_are_reported_at_the_enclosing_mapping() -> None:
-    assert error_of("script: [x]\n") == (
-        "s.yaml:1:1: give exactly one of 'prompt' or 'prompts'"
-    )
+    assert error_of("script: [x]\n") == ("s.yaml:1:1: give exactly one of 'prompt' or 'prompts'")
     assert error_of("prompt: hi\n") == (
         "s.yaml:1:1: give exactly one of 'script' (a model script) or 'cassette'"
     )
@@ -220,12 +218,13 @@ def test_tool_behaviour_rules() -> None:
     assert error_of("prompt: hi\ntools: [{name: t, returns: 1, echo: true}]\nscript: [x]\n") == (
         "s.yaml:2:9: tools[0]: give only one of returns/raises/echo/agentic, got returns, echo"
     )
-    assert error_of(
-        "prompt: hi\ntools: [{name: t, returns: 1, sequence: [{returns: 2}]}]\nscript: [x]\n"
-    ) == "s.yaml:2:9: tools[0]: 'sequence' replaces returns: give one or the other"
-    assert error_of(
-        "prompt: hi\ntools: [{name: t, raises: {type: Boom}}]\nscript: [x]\n"
-    ) == (
+    assert (
+        error_of(
+            "prompt: hi\ntools: [{name: t, returns: 1, sequence: [{returns: 2}]}]\nscript: [x]\n"
+        )
+        == "s.yaml:2:9: tools[0]: 'sequence' replaces returns: give one or the other"
+    )
+    assert error_of("prompt: hi\ntools: [{name: t, raises: {type: Boom}}]\nscript: [x]\n") == (
         "s.yaml:2:27: tools[0].raises: 'Boom' is not a built-in Exception class "
         "(e.g. ValueError, RuntimeError, KeyError)"
     )
@@ -261,7 +260,7 @@ def test_steering_and_mutation_need_exactly_one_position_or_kind() -> None:
 
 def test_invalid_regular_expression() -> None:
     assert error_of("prompt: hi\nscript: [x]\nexpect: {final_text_matches: '('}\n").startswith(
-        "s.yaml:3:9: expect: invalid regular expression '('"
+        "s.yaml:3:30: expect.final_text_matches: invalid regular expression '('"
     )
 
 
@@ -276,7 +275,10 @@ def test_errors_expose_structured_problems() -> None:
         parse_scenario("prompt: hi\nscript: [x]\noptions: {steering_mode: 1}\n", "f.yaml")
     (problem,) = info.value.problems
     assert (problem.file, problem.line, problem.column, problem.path) == (
-        "f.yaml", 3, 26, "options.steering_mode"
+        "f.yaml",
+        3,
+        26,
+        "options.steering_mode",
     )
 
 
@@ -306,8 +308,11 @@ def test_model_round_trips_through_yaml_dump(tmp_path: Path) -> None:
     import yaml
 
     scenario = Scenario.model_validate(
-        {"prompt": "p", "tools": [{"name": "t", "echo": True}],
-         "script": [{"calls": [{"name": "t", "args": {"a": 1}}]}, "done"]}
+        {
+            "prompt": "p",
+            "tools": [{"name": "t", "echo": True}],
+            "script": [{"calls": [{"name": "t", "args": {"a": 1}}]}, "done"],
+        }
     )
     path = tmp_path / "scenario_rt.yaml"
     path.write_text(yaml.safe_dump(scenario.model_dump(mode="json", exclude_defaults=True)))
@@ -321,9 +326,10 @@ def test_agentic_tool_rules() -> None:
         "s.yaml:4:37: tools[0].agentic.tools[1]: the nested run offers tool 'zz', which is not "
         "declared in 'tools'"
     )
-    assert error_of(
-        "prompt: hi\ntools: [{name: a, echo: true, agentic: {prompt: p}}]\nscript: [x]\n"
-    ) == "s.yaml:2:9: tools[0]: give only one of returns/raises/echo/agentic, got echo, agentic"
+    assert (
+        error_of("prompt: hi\ntools: [{name: a, echo: true, agentic: {prompt: p}}]\nscript: [x]\n")
+        == "s.yaml:2:9: tools[0]: give only one of returns/raises/echo/agentic, got echo, agentic"
+    )
 
 
 def test_tab_indentation_is_a_yaml_syntax_error() -> None:

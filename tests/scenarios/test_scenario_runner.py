@@ -4,12 +4,14 @@ text), invariant checking, snapshots and the event-token notation."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openprogram_testing.scenarios import (
+    ScenarioError,
     Scenario,
     ScenarioResult,
     event_tokens,
@@ -44,8 +46,12 @@ def test_passing_scenario_has_trace_timeline_and_no_failure_text() -> None:
     result = run(
         tools=[ADD],
         script=[{"calls": [{"name": "add", "args": {"a": 1, "b": 2}}]}, "3"],
-        expect={"termination": "completed", "model_calls": 2, "final_text": "3",
-                "tool_results": [{"name": "add", "is_error": False, "text": "3"}]},
+        expect={
+            "termination": "completed",
+            "model_calls": 2,
+            "final_text": "3",
+            "tool_results": [{"name": "add", "is_error": False, "text": "3"}],
+        },
     )
     assert result.passed, result.failure_text
     assert result.failure_text == ""
@@ -63,8 +69,15 @@ def test_failed_expectations_are_each_named_with_expected_and_got() -> None:
             "model_calls": 1,
             "final_text": "3",
             "final_text_matches": "^\\d+$",
-            "tool_results": [{"name": "sub", "is_error": True, "skipped": True, "text": "4",
-                              "text_matches": "^x"}],
+            "tool_results": [
+                {
+                    "name": "sub",
+                    "is_error": True,
+                    "skipped": True,
+                    "text": "4",
+                    "text_matches": "^x",
+                }
+            ],
             "undelivered": 1,
             "delivered": 2,
             "error_text": "boom",
@@ -106,7 +119,9 @@ def test_multi_line_text_mismatch_is_a_diff() -> None:
 
 
 def test_events_expectation_shows_a_diff_of_tokens() -> None:
-    result = run(script=["hi"], expect={"events": ["agent_start", "turn_start", "agent_end(completed)"]})
+    result = run(
+        script=["hi"], expect={"events": ["agent_start", "turn_start", "agent_end(completed)"]}
+    )
     (failure,) = result.failures
     assert failure.startswith("expect.events: the event order differs\n")
     assert "+ms(U)" in failure
@@ -191,11 +206,20 @@ def test_script_turn_kinds_reach_the_provider() -> None:
     result = run(
         system_prompt="be brief",
         tools=[ADD],
-        script=[{"thinking": "hmm", "text": "adding", "calls": [
-            {"name": "add", "raw_args": '{"a": 1', "id": "c-1"}], "chunk_size": 1},
-            {"error": "overloaded", "status": 529, "retryable": True, "retry_after": 3}],
-        options={"tool_choice": {"type": "function", "name": "add"}, "parallel_tool_calls": False,
-                 "model": "m-1"},
+        script=[
+            {
+                "thinking": "hmm",
+                "text": "adding",
+                "calls": [{"name": "add", "raw_args": '{"a": 1', "id": "c-1"}],
+                "chunk_size": 1,
+            },
+            {"error": "overloaded", "status": 529, "retryable": True, "retry_after": 3},
+        ],
+        options={
+            "tool_choice": {"type": "function", "name": "add"},
+            "parallel_tool_calls": False,
+            "model": "m-1",
+        },
         expect={"termination": "error"},
     )
     assert result.passed, result.failure_text
@@ -228,9 +252,10 @@ def test_snapshot_missing_then_written_then_compared(tmp_path: Path) -> None:
     path = tmp_path / "scenario_snap.yaml"
     path.write_text("prompt: hi\nscript: [hello]\nexpect: {snapshot: true}\n")
     missing = run_scenario(load_scenario(path))
-    target = tmp_path / "__snapshots__" / "scenario_snap.txt"
+    target = tmp_path / "__snapshots__" / "scenario_snap" / "snap.trace.txt"
     assert missing.failures == [
-        f"expect.snapshot: no snapshot stored at {target}; run with --update-snapshots to write it"
+        f"expect.snapshot: no snapshot stored at {target}; run with update_snapshots=True to "
+        "write it"
     ]
     written = run_scenario(load_scenario(path), update_snapshots=True)
     assert written.passed and written.snapshot_written and target.is_file()
@@ -248,22 +273,29 @@ async def test_run_scenario_works_inside_a_running_event_loop() -> None:
     assert result.passed, result.failure_text
 
 
-def test_a_fault_addressing_a_missing_interaction_fails_cleanly(tmp_path: Path) -> None:
-    cassette = ROOT / "scenarios" / "cassettes" / "openai_chat_text.yaml"
+def _local_cassette(tmp_path: Path, name: str) -> str:
+    """Copy a bundled cassette beside the scenario (cassette paths stay inside its root)."""
+    shutil.copy(ROOT / "scenarios" / "cassettes" / name, tmp_path / name)
+    return name
+
+
+def test_a_fault_addressing_a_missing_interaction_is_a_load_error(tmp_path: Path) -> None:
+    cassette = _local_cassette(tmp_path, "openai_chat_text.yaml")
     path = tmp_path / "scenario_f.yaml"
     path.write_text(
         f"prompt: hi\ncassette:\n  path: {cassette}\n  api: openai_chat\n"
         "  faults: [{drop_terminal: true, interaction: 5}]\n"
     )
-    result = run_scenario(load_scenario(path))
-    assert result.failures == [
-        "the run raised ValueError: a fault addresses interaction 5, but the cassette has 1 "
-        "(0-based)"
-    ]
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"{path}:5:47: cassette.faults[0].interaction: interaction 5 does not exist: the "
+        "cassette has 1 (0-based)"
+    )
 
 
 def test_cassette_recorded_for_another_api_is_rejected(tmp_path: Path) -> None:
-    cassette = ROOT / "scenarios" / "cassettes" / "anthropic_text.yaml"
+    cassette = _local_cassette(tmp_path, "anthropic_text.yaml")
     path = tmp_path / "scenario_g.yaml"
     path.write_text(f"prompt: hi\ncassette: {{path: {cassette}, api: openai_chat}}\n")
     (failure,) = run_scenario(load_scenario(path)).failures
@@ -274,8 +306,11 @@ def test_cassette_recorded_for_another_api_is_rejected(tmp_path: Path) -> None:
 def test_agentic_tool_runs_a_nested_loop_on_the_same_script() -> None:
     result = run(
         tools=[
-            {"name": "outer", "parameters": {"type": "object", "properties": {"x": {}}},
-             "agentic": {"prompt": "inner {x}"}},
+            {
+                "name": "outer",
+                "parameters": {"type": "object", "properties": {"x": {}}},
+                "agentic": {"prompt": "inner {x}"},
+            },
             {"name": "broken", "agentic": {"prompt": "needs {missing}"}},
         ],
         script=[
@@ -297,7 +332,7 @@ def test_agentic_tool_runs_a_nested_loop_on_the_same_script() -> None:
 
 
 def test_unplayed_cassette_interactions_fail_but_keep_the_trace(tmp_path: Path) -> None:
-    cassette = ROOT / "scenarios" / "cassettes" / "openai_chat_weather.yaml"
+    cassette = _local_cassette(tmp_path, "openai_chat_weather.yaml")
     path = tmp_path / "scenario_u.yaml"
     path.write_text(
         f"prompt: hi\ntools: [{{name: get_weather}}]\noptions: {{max_iterations: 1}}\n"

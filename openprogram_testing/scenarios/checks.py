@@ -1,0 +1,262 @@
+"""Checks a scenario needs beyond its field types, run when it is validated (so ``validate``
+finds every problem that ``run`` would, without running anything).
+
+- tool names: the script calls declared tools only (or marks ``unknown_tool: true``); nested
+  runs and ``tool_choice`` name declared tools; imported tools count as declared;
+- tool parameter schemas are valid JSON Schema (checked once per distinct schema, so a
+  scenario with 200,000 tools sharing a few schemas validates in linear time);
+- ``import:`` and ``runtime:`` paths import and give what they must (see ``imports``);
+- the cassette: its path stays inside the scenario's root, is a regular file other than the
+  scenario itself, loads, and every interaction or frame index of a fault exists in it.
+
+The **scenario's root** is the nearest directory above the scenario file holding a project
+marker (``pyproject.toml``, ``setup.cfg``, ``setup.py``, ``pytest.ini``, ``tox.ini``, ``.git``),
+else the scenario's own directory; under pytest it is the rootdir, and callers may pass their
+own.  Absolute cassette paths are refused: a scenario file travels with its project.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .imports import ImportProblem, load_runtime, load_tools
+from .model import FunctionChoice, Scenario
+
+Loc = tuple[str | int, ...]
+Found = list[tuple[Loc, str]]
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "pytest.ini", "tox.ini", ".git")
+
+
+def scenario_root(path: Path) -> Path:
+    """The root of the project holding the scenario file ``path`` (see the module docstring)."""
+    start = path.resolve().parent
+    for directory in (start, *start.parents):
+        if any((directory / marker).exists() for marker in PROJECT_MARKERS):
+            return directory
+    return start
+
+
+def check(scenario: Scenario, import_roots: Sequence[Path] = ()) -> Found:
+    """Every problem of ``scenario`` as ``(field path, message)``; records the imported tools
+    on the scenario for the runner."""
+    found: Found = []
+    imported_names = _check_imports(scenario, import_roots, found)
+    _check_names(scenario, set(scenario.stub_tool_names()) | imported_names, found)
+    _check_schemas(scenario, found)
+    if scenario.cassette is not None:
+        _check_cassette(scenario, found)
+    return found
+
+
+def _check_imports(scenario: Scenario, roots: Sequence[Path], found: Found) -> set[str]:
+    names: set[str] = set()
+    scenario.imported_tools.clear()
+    stub_names = set(scenario.stub_tool_names())
+    for i, tool in enumerate(scenario.tools):
+        if tool.import_ is None:
+            continue
+        try:
+            tools = load_tools(tool.import_, roots)
+        except ImportProblem as exc:
+            found.append((("tools", i, "import"), str(exc)))
+            continue
+        from openprogram.tools import as_agent_tool
+
+        for obj in tools:
+            name = as_agent_tool(obj).name
+            if name in names or name in stub_names:
+                found.append(
+                    (("tools", i, "import"), f"tool {name!r} is offered twice; names are unique")
+                )
+            names.add(name)
+        scenario.imported_tools[i] = tools
+    if scenario.runtime is not None:
+        from ..scripted import ScriptedProvider
+
+        try:
+            load_runtime(scenario.runtime, ScriptedProvider(), roots)
+        except ImportProblem as exc:
+            found.append((("runtime",), str(exc)))
+    return names
+
+
+def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
+    listed = ", ".join(sorted(declared)) or "none"
+    for i, entry in enumerate(scenario.script or []):
+        if isinstance(entry, str):
+            continue
+        for j, c in enumerate(entry.calls):
+            where: Loc = ("script", i, "calls", j, "name")
+            if c.name not in declared and not c.unknown_tool:
+                found.append(
+                    (
+                        where,
+                        f"the script calls tool {c.name!r}, which is not declared in 'tools' "
+                        f"(declared: {listed}); mark the call 'unknown_tool: true' to test the "
+                        '"not found" path',
+                    )
+                )
+            elif c.name in declared and c.unknown_tool:
+                found.append(
+                    (
+                        where,
+                        f"the call is marked 'unknown_tool: true' but tool {c.name!r} is declared",
+                    )
+                )
+    for i, tool in enumerate(scenario.tools):
+        outcomes: list[tuple[Loc, Any]] = [(("tools", i), tool)]
+        outcomes += [(("tools", i, "sequence", k), o) for k, o in enumerate(tool.sequence or [])]
+        for loc, outcome in outcomes:
+            for j, name in enumerate(outcome.agentic.tools if outcome.agentic else []):
+                if name not in declared:
+                    found.append(
+                        (
+                            (*loc, "agentic", "tools", j),
+                            f"the nested run offers tool {name!r}, which is not declared in "
+                            "'tools'",
+                        )
+                    )
+    choice = scenario.options.tool_choice
+    if isinstance(choice, FunctionChoice) and choice.name not in declared:
+        found.append(
+            (
+                ("options", "tool_choice", "name"),
+                f"tool_choice names tool {choice.name!r}, which is not declared in 'tools'",
+            )
+        )
+
+
+def _check_schemas(scenario: Scenario, found: Found) -> None:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    verdicts: dict[str, str | None] = {}
+    for i, tool in enumerate(scenario.tools):
+        if tool.import_ is not None:
+            continue
+        try:
+            key = json.dumps(tool.parameters, sort_keys=True, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            found.append((("tools", i, "parameters"), "not a JSON Schema (not JSON data)"))
+            continue
+        if key not in verdicts:
+            try:
+                Draft202012Validator.check_schema(tool.parameters)
+                verdicts[key] = None
+            except SchemaError as exc:
+                verdicts[key] = f"not a valid JSON Schema: {exc.message}"
+            except RecursionError:
+                verdicts[key] = "not a valid JSON Schema: nested too deeply"
+        verdict = verdicts[key]
+        if verdict is not None:
+            found.append((("tools", i, "parameters"), verdict))
+
+
+def cassette_file(scenario: Scenario) -> tuple[Path | None, str | None]:
+    """The cassette file, resolved and confined to the scenario's root, or why it is refused."""
+    assert scenario.cassette is not None
+    raw = Path(scenario.cassette.path)
+    root = (scenario.root or Path.cwd()).resolve()
+    if raw.is_absolute():
+        return None, (
+            f"absolute cassette paths are refused: give a path relative to the scenario file, "
+            f"inside the scenario's root {root}"
+        )
+    base = scenario.path.parent if scenario.path is not None else root
+    try:
+        resolved = (base / raw).resolve()
+    except (OSError, RuntimeError) as exc:
+        return None, f"cannot resolve the cassette path: {exc}"
+    if not resolved.is_relative_to(root):
+        return None, f"the cassette path leads outside the scenario's root {root}: {resolved}"
+    if scenario.path is not None and resolved == scenario.path.resolve():
+        return None, "the cassette path names the scenario file itself"
+    if not resolved.exists():
+        return None, f"cassette file not found: {resolved}"
+    if not resolved.is_file():
+        return None, f"the cassette path is not a regular file: {resolved}"
+    return resolved, None
+
+
+_FRAME_FIELDS = (
+    ("truncate_after", True),
+    ("corrupt_frame", False),
+    ("inject_error", True),
+    ("after_frame", True),
+)
+
+
+def _check_cassette(scenario: Scenario, found: Found) -> None:
+    from ..cassettes import CassetteError, load_interactions
+    from .replay import adapter_problem
+
+    cassette = scenario.cassette
+    assert cassette is not None
+    problem = adapter_problem(cassette.api)
+    if problem is not None:
+        found.append((("cassette", "api"), problem))
+    path, refused = cassette_file(scenario)
+    if path is None:
+        found.append((("cassette", "path"), refused or "unusable cassette path"))
+        return
+    try:
+        interactions = load_interactions(path)
+    except (CassetteError, OSError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        found.append((("cassette", "path"), f"cannot load the cassette: {exc}"))
+        return
+    if not interactions:
+        found.append((("cassette", "path"), f"the cassette {path.name} has no interactions"))
+        return
+    frames: dict[int, int] = {}
+    for k, fault in enumerate(cassette.faults):
+        if fault.interaction is not None and fault.interaction >= len(interactions):
+            found.append(
+                (
+                    ("cassette", "faults", k, "interaction"),
+                    f"interaction {fault.interaction} does not exist: the cassette has "
+                    f"{len(interactions)} (0-based)",
+                )
+            )
+            continue
+        targets = [fault.interaction] if fault.interaction is not None else range(len(interactions))
+        for name, allow_end in _FRAME_FIELDS:
+            index = getattr(fault, name)
+            if index is None or isinstance(index, bool):
+                continue
+            for t in targets:
+                if t not in frames:
+                    frames[t] = _frame_count(interactions[t])
+                count = frames[t]
+                top = count if allow_end else count - 1
+                if index > top:
+                    found.append(
+                        (
+                            ("cassette", "faults", k, name),
+                            f"frame index {index} is past the end of interaction {t}, which has "
+                            f"{count} frame(s) (0..{top})",
+                        )
+                    )
+                    break
+
+
+def _frame_count(interaction: dict[str, Any]) -> int:
+    from ..faults import split_frames
+
+    body: Any = (interaction.get("response") or {}).get("body")
+    if isinstance(body, dict):
+        body = body.get("string", "")
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    return len(split_frames(body)) if isinstance(body, str) else 0
+
+
+def check_roots(roots: Sequence[Path]) -> list[Path]:
+    """Import roots as absolute paths (relative ones are relative to the working directory)."""
+    return [Path(r).resolve() for r in roots]
+
+
+__all__ = ["PROJECT_MARKERS", "cassette_file", "check", "check_roots", "scenario_root"]

@@ -1,0 +1,135 @@
+"""Checking a finished run against ``expect``: one readable line per unmet expectation.
+
+Regexes run on the ``regex`` engine with a time limit (the rest of the scenario's time), so a
+pattern that backtracks catastrophically fails its scenario instead of hanging the run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from typing import Any
+
+from .events import event_tokens
+from .model import Scenario, ToolResultExpect, compile_regex
+
+REGEX_TIME_LIMIT_S = 5.0
+"""How long all regexes of one scenario may take when no deadline is given."""
+
+
+def _search(where: str, pattern: str, text: str, deadline: float) -> bool | str:
+    """Does ``pattern`` match somewhere in ``text``?  A string is the failure line when the
+    deadline passed first."""
+    left = max(deadline - time.monotonic(), 0.01)
+    try:
+        return compile_regex(pattern).search(text, timeout=left) is not None
+    except TimeoutError:
+        return (
+            f"{where}: the regular expression {pattern!r} did not finish within the scenario's "
+            "time limit (catastrophic backtracking?); simplify it"
+        )
+
+
+def check_expectations(
+    scenario: Scenario, trace: Any, *, deadline: float | None = None
+) -> list[str]:
+    """Every failed expectation as one readable line (empty list: all met).  Regexes are
+    matched with the ``regex`` engine and stop at ``deadline`` (a ``time.monotonic()`` value;
+    default: ``REGEX_TIME_LIMIT_S`` from now)."""
+    if deadline is None:
+        deadline = time.monotonic() + REGEX_TIME_LIMIT_S
+    exp = scenario.expect
+    out: list[str] = []
+    if exp.termination is not None and trace.termination != exp.termination:
+        out.append(f"expect.termination: expected {exp.termination!r}, got {trace.termination!r}")
+    if exp.model_calls is not None and trace.model_calls != exp.model_calls:
+        out.append(f"expect.model_calls: expected {exp.model_calls}, got {trace.model_calls}")
+    if exp.tool_results is not None:
+        out.extend(_check_tool_results(exp.tool_results, list(trace.tool_results), deadline))
+    final = trace.final_text
+    if exp.final_text is not None and final != exp.final_text:
+        out.append(_text_mismatch("expect.final_text", exp.final_text, final))
+    if exp.final_text_matches is not None:
+        found = _search("expect.final_text_matches", exp.final_text_matches, final or "", deadline)
+        if isinstance(found, str):
+            out.append(found)
+        elif not found:
+            out.append(
+                f"expect.final_text_matches: {exp.final_text_matches!r} does not match {final!r}"
+            )
+    if exp.error_text is not None:
+        errors = [m.error_message for m in trace.assistant_messages if m.error_message]
+        got = errors[-1] if errors else None
+        if got is None or exp.error_text not in got:
+            out.append(
+                f"expect.error_text: expected an error containing {exp.error_text!r}, got {got!r}"
+            )
+    if exp.undelivered is not None and len(trace.undelivered) != exp.undelivered:
+        texts = [m.text for m in trace.undelivered]
+        out.append(f"expect.undelivered: expected {exp.undelivered}, got {len(texts)} {texts!r}")
+    if exp.delivered is not None:
+        schedule = trace.schedule
+        got_n = len(schedule.delivered) if schedule is not None else 0
+        got_n -= len(trace.undelivered)
+        if got_n != exp.delivered:
+            out.append(f"expect.delivered: expected {exp.delivered}, got {got_n}")
+    if exp.events is not None:
+        tokens = event_tokens(trace)
+        if tokens != exp.events:
+            out.append("expect.events: the event order differs\n" + _diff(exp.events, tokens))
+    if exp.request_roles is not None:
+        requests = trace.requests
+        if requests is None:
+            out.append("expect.request_roles: this run does not record requests (cassette)")
+        else:
+            got_roles = [[m.role for m in r.messages] for r in requests]
+            if got_roles != exp.request_roles:
+                out.append(f"expect.request_roles: expected {exp.request_roles}, got {got_roles}")
+    return out
+
+
+def _check_tool_results(
+    expected: list[ToolResultExpect], results: list[Any], deadline: float
+) -> list[str]:
+    out: list[str] = []
+    if len(expected) != len(results):
+        got = ", ".join(f"{r.tool_name}{' (error)' if r.is_error else ''}" for r in results)
+        out.append(
+            f"expect.tool_results: expected {len(expected)} result(s), got {len(results)}: [{got}]"
+        )
+    for i, (want, got) in enumerate(zip(expected, results, strict=False)):
+        where = f"expect.tool_results[{i}]"
+        if want.name is not None and got.tool_name != want.name:
+            out.append(f"{where}.name: expected {want.name!r}, got {got.tool_name!r}")
+        if want.is_error is not None and got.is_error != want.is_error:
+            out.append(
+                f"{where}.is_error: expected {want.is_error}, got {got.is_error} "
+                f"(text {got.text!r})"
+            )
+        if want.skipped is not None and got.skipped != want.skipped:
+            out.append(f"{where}.skipped: expected {want.skipped}, got {got.skipped}")
+        if want.text is not None and got.text != want.text:
+            out.append(_text_mismatch(f"{where}.text", want.text, got.text))
+        if want.text_matches is not None:
+            found = _search(f"{where}.text_matches", want.text_matches, got.text, deadline)
+            if isinstance(found, str):
+                out.append(found)
+            elif not found:
+                out.append(
+                    f"{where}.text_matches: {want.text_matches!r} does not match {got.text!r}"
+                )
+    return out
+
+
+def _text_mismatch(where: str, expected: str, got: str) -> str:
+    if "\n" not in expected and "\n" not in got:
+        return f"{where}: expected {expected!r}, got {got!r}"
+    return f"{where}: the text differs\n" + _diff(expected.splitlines(), got.splitlines())
+
+
+def _diff(expected: list[str], got: list[str]) -> str:
+    lines = difflib.unified_diff(expected, got, "expected", "got", lineterm="", n=2)
+    return "\n".join("    " + line for line in lines)
+
+
+__all__ = ["REGEX_TIME_LIMIT_S", "check_expectations"]

@@ -1,0 +1,192 @@
+"""Real tools in scenarios: ``import: package.module:attribute``.
+
+A scenario may offer the project's own tools next to stubs.  The import path names an
+``@function`` / ``@agentic_function``, a tool object or dict (what ``Runtime.exec(tools=...)``
+accepts), a list of them, or a factory without required parameters returning one of those.  The
+top-level ``runtime:`` names a factory ``f(provider)`` returning a configured ``Runtime``.
+
+Modules are looked up in the *import roots* first (under pytest: the ``pythonpath`` ini setting
+and the rootdir; for the CLI: ``--import-root``; from Python: ``import_roots=``), then on
+``sys.path``.  Everything that can go wrong (no such module, the module raises while importing,
+no such attribute, an object that is not a tool, a factory that raises) is an ``ImportProblem``
+whose message the loader places at the field: never a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+class ImportProblem(ValueError):
+    """An import path that does not give what the scenario needs."""
+
+
+@contextmanager
+def _roots_on_path(roots: Sequence[Path]) -> Iterator[None]:
+    added = [str(r) for r in roots if str(r) not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for entry in added:
+            try:
+                sys.path.remove(entry)
+            except ValueError:
+                pass
+
+
+def resolve(path: str, roots: Sequence[Path] = ()) -> Any:
+    """The object ``package.module:attribute`` names."""
+    module_name, _, attribute = path.partition(":")
+    with _roots_on_path(roots):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if missing and (module_name == missing or module_name.startswith(missing + ".")):
+                where = ", ".join(str(r) for r in roots) or "sys.path"
+                raise ImportProblem(
+                    f"cannot import {path!r}: no module named {missing!r} (import roots: {where})"
+                ) from None
+            raise ImportProblem(f"importing {module_name!r} failed: {_describe(exc)}") from None
+        except (Exception, SystemExit) as exc:
+            raise ImportProblem(f"importing {module_name!r} raised {_describe(exc)}") from None
+    target: Any = module
+    walked = module_name
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            names = [n for n in dir(target) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ImportProblem(f"{walked!r} has no attribute {part!r}{hint}")
+        try:
+            target = getattr(target, part)
+        except Exception as exc:
+            raise ImportProblem(f"reading {walked}.{part} raised {_describe(exc)}") from None
+        walked = f"{walked}.{part}"
+    return target
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<unprintable>"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def is_tool(obj: Any) -> bool:
+    """Would ``Runtime.exec(tools=[obj])`` accept ``obj`` as one tool?"""
+    if callable(getattr(obj, "to_agent_tool", None)):
+        return True
+    if isinstance(obj, Mapping):
+        return "spec" in obj and "execute" in obj
+    return hasattr(obj, "spec") and hasattr(obj, "execute")
+
+
+def load_tools(path: str, roots: Sequence[Path] = ()) -> list[Any]:
+    """The tools an ``import:`` entry names, each checked the way the loop will use it."""
+    from openprogram.tools import as_agent_tool
+
+    obj = resolve(path, roots)
+    if not is_tool(obj) and not isinstance(obj, (list, tuple)) and callable(obj):
+        obj = _call_factory(path, obj)
+    items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if not isinstance(obj, (list, tuple)) and not is_tool(obj):
+        raise ImportProblem(f"{path!r} is {_kind(obj)}, not a tool; {_TOOL_FORMS}")
+    for i, item in enumerate(items):
+        if not is_tool(item):
+            raise ImportProblem(f"{path!r}[{i}] is {_kind(item)}, not a tool; {_TOOL_FORMS}")
+        try:
+            as_agent_tool(item)
+        except (TypeError, ValueError) as exc:
+            raise ImportProblem(f"{path!r} is not a usable tool: {exc}") from None
+    return items
+
+
+_TOOL_FORMS = (
+    "expected an @function/@agentic_function, a dict with 'spec' and 'execute', an object with "
+    ".spec and .execute, a list of those, or a factory returning one"
+)
+
+
+def _kind(obj: Any) -> str:
+    if inspect.ismodule(obj):
+        return f"the module {obj.__name__!r}"
+    if inspect.isclass(obj):
+        return f"the class {obj.__name__!r}"
+    return f"a {type(obj).__name__}"
+
+
+def _call_factory(path: str, factory: Any, *args: Any) -> Any:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*args)
+        except TypeError:
+            needed = "one parameter (the provider)" if args else "no required parameters"
+            raise ImportProblem(
+                f"{path!r} is a callable that is not a tool and not a factory with {needed} "
+                f"(signature {signature}); decorate a tool function with @function"
+            ) from None
+    try:
+        result = factory(*args)
+    except (Exception, SystemExit) as exc:
+        raise ImportProblem(f"calling the factory {path!r} raised {_describe(exc)}") from None
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        raise ImportProblem(f"the factory {path!r} is async; it must return its value directly")
+    return result
+
+
+def load_runtime(path: str, provider: Any, roots: Sequence[Path] = ()) -> Any:
+    """The ``Runtime`` the factory ``path`` builds for ``provider``."""
+    from openprogram.runtime import Runtime
+
+    factory = resolve(path, roots)
+    if isinstance(factory, Runtime):
+        raise ImportProblem(
+            f"{path!r} is a Runtime instance; name a factory f(provider) that returns one, so "
+            "the scenario's model script reaches it"
+        )
+    if not callable(factory):
+        raise ImportProblem(f"{path!r} is {_kind(factory)}, not a factory f(provider) -> Runtime")
+    runtime = _call_factory(path, factory, provider)
+    if not isinstance(runtime, Runtime):
+        raise ImportProblem(
+            f"the factory {path!r} returned {_kind(runtime)}, not an openprogram Runtime"
+        )
+    return runtime
+
+
+def with_runtime(tool: Any, runtime: Any) -> Any:
+    """``tool`` as the loop sees it; an agentic function gets ``runtime`` for its nested runs
+    (outside ``Runtime.exec`` nothing else would give it one)."""
+    from dataclasses import replace
+
+    from openprogram.functions import Function
+
+    if not isinstance(tool, Function) or not tool.wants_runtime or runtime is None:
+        return tool
+    agent_tool = tool.to_agent_tool()
+    fn = tool.fn
+
+    def execute(arguments: dict[str, Any], **extras: Any) -> Any:
+        return fn(**arguments, **extras, runtime=runtime)
+
+    return replace(agent_tool, execute=execute)
+
+
+__all__ = ["ImportProblem", "is_tool", "load_runtime", "load_tools", "resolve", "with_runtime"]

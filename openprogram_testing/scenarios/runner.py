@@ -1,0 +1,354 @@
+"""Running a scenario through the real loop and judging the run.
+
+``run_scenario`` never raises for a failing expectation: the ``ScenarioResult`` says what
+failed, then shows the timeline.  Every run has a wall-clock limit (``options.time_limit_s``,
+else the caller's, else ``DEFAULT_TIME_LIMIT_S``): a run or a regex that goes past it fails its
+scenario by name instead of hanging a directory run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openprogram.loop import ABORTED_TEXT
+
+from .expectations import check_expectations
+from .model import FunctionChoice, Scenario
+from .stubs import build_tools
+
+DEFAULT_TIME_LIMIT_S = 60.0
+"""A scenario's wall-clock limit when neither the file nor the caller sets one."""
+
+MIN_CHECK_S = 0.5
+"""Time the expectation checks always get, even when the run used up the limit."""
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """The outcome of one scenario: ``passed``, the failed expectations (``failures``), the trace
+    and its rendered timeline.  ``failure_text`` is what test reports show."""
+
+    name: str
+    path: str | None
+    passed: bool
+    failures: list[str] = field(default_factory=list)
+    trace: Any = None
+    timeline: str = ""
+    duration_s: float = 0.0
+    snapshot_written: bool = False
+
+    @property
+    def failure_text(self) -> str:
+        if self.passed:
+            return ""
+        lines = [f"scenario {self.name!r} failed" + (f" ({self.path})" if self.path else "")]
+        lines.extend(f"  - {f}" for f in self.failures)
+        if self.timeline:
+            lines += ["", "timeline:", self.timeline]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads)."""
+        from openprogram.events import AgentEnd
+
+        events = []
+        if self.trace is not None:
+            events = [e.model_dump(mode="json") for e in self.trace.events]
+        end = (
+            next((e for e in reversed(self.trace.events) if isinstance(e, AgentEnd)), None)
+            if self.trace is not None
+            else None
+        )
+        return {
+            "kind": "openprogram-scenario-result",
+            "name": self.name,
+            "path": self.path,
+            "passed": self.passed,
+            "failures": list(self.failures),
+            "duration_s": round(self.duration_s, 4),
+            "timeline": self.timeline,
+            "trace": {
+                "events": events,
+                "cap": getattr(self.trace, "cap", None),
+                "steering_mode": getattr(self.trace, "steering_mode", "skip"),
+                "termination": end.termination if end is not None else None,
+            },
+        }
+
+
+def run_scenario(
+    scenario: Scenario | str | Path,
+    *,
+    update_snapshots: bool = False,
+    snapshot: Any = None,
+    snapshot_hint: str = "update_snapshots=True",
+    time_limit_s: float | None = None,
+    import_roots: Sequence[str | Path] = (),
+) -> ScenarioResult:
+    """Run a scenario (or load and run a file) through the real loop and check it.  Never
+    raises for a failing expectation; a broken scenario file raises ``ScenarioError``.
+
+    ``snapshot`` is a syrupy assertion (the pytest collector passes one); without it
+    ``update_snapshots`` decides whether a missing or different snapshot is written, and
+    ``snapshot_hint`` is the flag failure messages tell the user to pass.
+    """
+    if not isinstance(scenario, Scenario):
+        from .loader import load_scenario
+
+        scenario = load_scenario(scenario, import_roots=import_roots)
+    return _run_sync(
+        arun_scenario(
+            scenario,
+            update_snapshots=update_snapshots,
+            snapshot=snapshot,
+            snapshot_hint=snapshot_hint,
+            time_limit_s=time_limit_s,
+        )
+    )
+
+
+async def arun_scenario(
+    scenario: Scenario,
+    *,
+    update_snapshots: bool = False,
+    snapshot: Any = None,
+    snapshot_hint: str = "update_snapshots=True",
+    time_limit_s: float | None = None,
+) -> ScenarioResult:
+    """The async twin of ``run_scenario``."""
+    started = time.perf_counter()
+    limit = scenario.options.time_limit_s or time_limit_s or DEFAULT_TIME_LIMIT_S
+    deadline = time.monotonic() + limit
+    name = scenario.display_name
+    path = str(scenario.path) if scenario.path is not None else None
+
+    def failed(message: str) -> ScenarioResult:
+        return ScenarioResult(
+            name, path, False, [message], duration_s=time.perf_counter() - started
+        )
+
+    try:
+        trace, provider, failures = await asyncio.wait_for(execute(scenario), limit)
+    except TimeoutError:
+        return failed(
+            f"the run did not finish within the time limit of {limit:g} s (options.time_limit_s)"
+        )
+    except Exception as exc:
+        return failed(f"the run raised {type(exc).__name__}: {_text(exc)}")
+    from ..trace import render_timeline
+
+    if provider is not None:
+        try:
+            provider.assert_complete()
+        except AssertionError as exc:
+            failures.append(f"model script: {exc}")
+    check_deadline = max(deadline, time.monotonic() + MIN_CHECK_S)
+    failures.extend(check_expectations(scenario, trace, deadline=check_deadline))
+    if scenario.check_invariants:
+        from ..invariants import check_invariants
+
+        try:
+            check_invariants(trace)
+        except AssertionError as exc:
+            text = str(exc).split("\n\nrun timeline:\n")[0]  # the timeline is shown below
+            failures.append(text if text.startswith("loop invariant") else f"invariant: {text}")
+    written = False
+    if scenario.expect.snapshot:
+        from .snapshots import check_snapshot
+
+        problem, written = check_snapshot(
+            scenario, trace, snapshot=snapshot, update=update_snapshots, hint=snapshot_hint
+        )
+        if problem:
+            failures.append(problem)
+    return ScenarioResult(
+        name=name,
+        path=path,
+        passed=not failures,
+        failures=failures,
+        trace=trace,
+        timeline=render_timeline(trace),
+        duration_s=time.perf_counter() - started,
+        snapshot_written=written,
+    )
+
+
+def _run_sync(coro: Any) -> ScenarioResult:
+    """Run ``coro`` to the end from synchronous code (on a helper thread inside a running
+    event loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        result: ScenarioResult = asyncio.run(coro)
+        return result
+    import concurrent.futures
+    import contextvars
+
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        done: ScenarioResult = pool.submit(ctx.run, asyncio.run, coro).result()
+        return done
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return "<unprintable>"
+
+
+def loop_options(scenario: Scenario, runtime: Any = None) -> dict[str, Any]:
+    """``run_loop`` keyword arguments from ``options`` (a ``runtime:`` factory's Runtime gives
+    the defaults the scenario leaves open)."""
+    options = scenario.options
+    choice: Any = options.tool_choice
+    if isinstance(choice, FunctionChoice):
+        choice = {"type": "function", "name": choice.name}
+    system_prompt = scenario.system_prompt
+    timeout = options.tool_timeout_s
+    steering_mode = options.steering_mode
+    if runtime is not None:
+        system_prompt = system_prompt if system_prompt is not None else runtime.system_prompt
+        timeout = timeout if timeout is not None else runtime.tool_timeout_s
+        if "steering_mode" not in options.model_fields_set:
+            steering_mode = runtime.steering_mode
+    return dict(
+        schedule=build_schedule(scenario),
+        system_prompt=system_prompt,
+        max_iterations=options.max_iterations,
+        tool_choice=choice,
+        parallel_tool_calls=options.parallel_tool_calls,
+        steering_mode=steering_mode,
+        tool_timeout_s=timeout,
+    )
+
+
+def _runtime(scenario: Scenario, provider: Any, model: str) -> Any:
+    """The ``Runtime`` imported agentic functions run their nested runs on."""
+    if scenario.runtime is not None:
+        from .imports import load_runtime
+
+        roots = [scenario.root] if scenario.root is not None else []
+        return load_runtime(scenario.runtime, provider, roots)
+    if scenario.imported_tools:
+        from openprogram.runtime import Runtime
+
+        return Runtime(provider, model=model)
+    return None
+
+
+async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
+    """Run the loop; returns the trace, the scripted provider (``None`` for cassettes) and
+    failures found while running (a cassette left with unplayed interactions)."""
+    from ..trace import run_loop
+
+    model = scenario.options.model
+    if scenario.cassette is None:
+        provider = build_provider(scenario)
+        runtime = _runtime(scenario, provider, model)
+        tools = build_tools(scenario, provider, model, runtime)
+        scripted_trace = await run_loop(
+            provider,
+            scenario.prompt_list,
+            model=model,
+            tools=tools,
+            **loop_options(scenario, runtime),
+        )
+        return scripted_trace, provider, []
+    from ..cassettes import CassetteError, use_cassette
+    from .checks import cassette_file
+    from .replay import cassette_adapter, mutations_for
+
+    cassette = scenario.cassette
+    cassette_path, refused = cassette_file(scenario)
+    if cassette_path is None:
+        raise ValueError(refused)
+    adapter, model, count = cassette_adapter(cassette.api, cassette_path, model)
+    trace: Any = None
+    try:
+        with use_cassette(
+            cassette_path,
+            match_body=cassette.match_body,
+            allow_unplayed=cassette.allow_unplayed,
+            mutations=mutations_for(cassette.faults, count),
+        ):
+            runtime = _runtime(scenario, adapter, model)
+            tools = build_tools(scenario, adapter, model, runtime)
+            trace = await run_loop(
+                adapter,
+                scenario.prompt_list,
+                model=model,
+                tools=tools,
+                **loop_options(scenario, runtime),
+            )
+    except CassetteError as exc:
+        if trace is None:
+            raise
+        return trace, None, [f"cassette: {exc}"]  # raised when the cassette closed
+    return trace, None, []
+
+
+def build_provider(scenario: Scenario) -> Any:
+    """The strict ``ScriptedProvider`` playing the scenario's model script."""
+    from ..scripted import ScriptedProvider, ScriptedTurn, call, think
+
+    turns = []
+    for t in scenario.turns:
+        parts: list[Any] = []
+        if t.thinking is not None:
+            parts.append(think(t.thinking))
+        if t.text is not None:
+            parts.append(t.text)
+        parts.extend(call(c.name, c.args, id=c.id, raw=c.raw_args) for c in t.calls)
+        turns.append(
+            ScriptedTurn(
+                parts=parts,
+                stop=t.stop,
+                error=t.error if t.error is not None else (ABORTED_TEXT if t.aborted else None),
+                error_status=t.status,
+                error_retryable=t.retryable,
+                error_retry_after_s=t.retry_after,
+                aborted=t.aborted,
+                cut=t.cut,
+                chunk_size=t.chunk_size,
+            )
+        )
+    return ScriptedProvider(turns)
+
+
+def build_schedule(scenario: Scenario) -> Any:
+    """The ``SteeringSchedule`` of ``steering`` and ``follow_ups`` (``None`` if both are empty)."""
+    if not scenario.steering and not scenario.follow_ups:
+        return None
+    from ..steering import SteeringSchedule
+
+    schedule = SteeringSchedule()
+    for entry in scenario.steering:
+        if entry.after_tool is not None:
+            schedule.after_tool(entry.after_tool, entry.message)
+        elif entry.after_call is not None:
+            schedule.after_call(entry.after_call.round, entry.after_call.index, entry.message)
+        elif entry.before_round is not None:
+            schedule.before_round(entry.before_round, entry.message)
+        else:
+            schedule.follow_up(entry.message)
+    for message in scenario.follow_ups:
+        schedule.follow_up(message)
+    return schedule
+
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "ScenarioResult",
+    "arun_scenario",
+    "build_provider",
+    "build_schedule",
+    "execute",
+    "loop_options",
+    "run_scenario",
+]

@@ -1,0 +1,97 @@
+"""The scenario's tools as the loop sees them: stubs playing their declared behaviour, and the
+imported real tools (agentic functions get the run's ``Runtime`` for their nested runs)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .imports import with_runtime
+from .model import AgenticDef, Outcome, Scenario, ToolDef, exception_type
+
+
+def build_tools(
+    scenario: Scenario, provider: Any = None, model: str = "test-model", runtime: Any = None
+) -> list[Any]:
+    """The scenario's tools in declaration order.  ``provider``/``model`` serve ``agentic``
+    stubs (their nested runs); ``runtime`` serves imported agentic functions."""
+    built: dict[str, dict[str, Any]] = {}
+    out: list[Any] = []
+    for i, defn in enumerate(scenario.tools):
+        if defn.import_ is not None:
+            out.extend(with_runtime(t, runtime) for t in scenario.imported_tools.get(i, []))
+            continue
+        tool = build_stub(defn, provider, model, built)
+        assert defn.name is not None
+        built[defn.name] = tool
+        out.append(tool)
+    return out
+
+
+def build_stub(
+    defn: ToolDef,
+    provider: Any = None,
+    model: str = "test-model",
+    others: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A dict-form tool whose ``execute`` plays the declared behaviour."""
+    from openprogram.tools import ToolResult, to_json_text
+
+    outcomes: list[Outcome] = list(defn.sequence) if defn.sequence else [defn]
+    count = 0
+
+    async def execute(arguments: dict[str, Any], on_update: Any = None) -> Any:
+        nonlocal count
+        outcome = outcomes[min(count, len(outcomes) - 1)]
+        count += 1
+        for update in outcome.updates:
+            on_update(update)
+        if outcome.sleep:
+            await asyncio.sleep(outcome.sleep)
+        if outcome.raises is not None:
+            spec = outcome.raises
+            if isinstance(spec, str):
+                raise RuntimeError(spec)
+            kind = exception_type(spec.type)
+            raise kind(spec.message) if spec.message else kind()
+        if outcome.agentic is not None:
+            value = await _run_nested(outcome.agentic, arguments, provider, model, others or {})
+        else:
+            value = arguments if outcome.echo else outcome.returns
+        if outcome.is_error:
+            text = value if isinstance(value, str) else "" if value is None else to_json_text(value)
+            return ToolResult(content=text, is_error=True)
+        return value
+
+    execute.__name__ = f"scenario_tool_{defn.name}"
+    return {
+        "spec": {"name": defn.name, "description": defn.description, "parameters": defn.parameters},
+        "execute": execute,
+    }
+
+
+async def _run_nested(
+    agentic: AgenticDef,
+    arguments: dict[str, Any],
+    provider: Any,
+    model: str,
+    tools: dict[str, dict[str, Any]],
+) -> Any:
+    """The body of an ``agentic`` stub: a nested ``Runtime.aexec`` on the same provider."""
+    if provider is None:
+        raise RuntimeError("an agentic tool needs the scenario's provider")
+    from openprogram.runtime import Runtime
+
+    try:
+        content = agentic.prompt.format(**arguments)
+    except (KeyError, IndexError) as exc:
+        raise ValueError(f"the agentic prompt needs the argument {exc}") from None
+    runtime = Runtime(provider, model=model)
+    return await runtime.aexec(
+        content,
+        tools=[tools[name] for name in agentic.tools],
+        max_iterations=agentic.max_iterations,
+    )
+
+
+__all__ = ["build_stub", "build_tools"]
