@@ -7,6 +7,7 @@ pattern that backtracks catastrophically fails its scenario instead of hanging t
 from __future__ import annotations
 
 import difflib
+import threading
 import time
 from typing import Any
 
@@ -21,13 +22,28 @@ def _search(where: str, pattern: str, text: str, deadline: float) -> bool | str:
     """Does ``pattern`` match somewhere in ``text``?  A string is the failure line when the
     deadline passed first."""
     left = max(deadline - time.monotonic(), 0.01)
+    outcome: list[bool] = []
+    worker = threading.Thread(
+        target=_match, args=(compile_regex(pattern), text, left, outcome), daemon=True
+    )
+    worker.start()
+    worker.join(left)
+    if outcome:
+        return outcome[0]
+    return (
+        f"{where}: the regular expression {pattern!r} did not finish within the scenario's "
+        "time limit (catastrophic backtracking?); simplify it"
+    )
+
+
+def _match(compiled: Any, text: str, limit: float, outcome: list[bool]) -> None:
+    """Search on a worker thread: the ``regex`` engine releases the GIL (``concurrent``) and
+    stops itself at ``limit`` (roughly: its clock is checked between backtracking steps), so
+    the caller can give up on time and the worker still ends."""
     try:
-        return compile_regex(pattern).search(text, timeout=left) is not None
+        outcome.append(compiled.search(text, timeout=limit, concurrent=True) is not None)
     except TimeoutError:
-        return (
-            f"{where}: the regular expression {pattern!r} did not finish within the scenario's "
-            "time limit (catastrophic backtracking?); simplify it"
-        )
+        pass
 
 
 def check_expectations(

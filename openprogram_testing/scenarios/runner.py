@@ -132,12 +132,16 @@ async def arun_scenario(
             name, path, False, [message], duration_s=time.perf_counter() - started
         )
 
+    task = asyncio.ensure_future(execute(scenario))
     try:
-        trace, provider, failures = await asyncio.wait_for(execute(scenario), limit)
-    except TimeoutError:
-        return failed(
-            f"the run did not finish within the time limit of {limit:g} s (options.time_limit_s)"
-        )
+        done, _ = await asyncio.wait({task}, timeout=limit)
+        if not done:
+            await _stop(task)
+            return failed(
+                f"the run did not finish within the time limit of {limit:g} s "
+                "(options.time_limit_s)"
+            )
+        trace, provider, failures = task.result()
     except Exception as exc:
         return failed(f"the run raised {type(exc).__name__}: {_text(exc)}")
     from ..trace import render_timeline
@@ -176,6 +180,19 @@ async def arun_scenario(
         duration_s=time.perf_counter() - started,
         snapshot_written=written,
     )
+
+
+STOP_GRACE_S = 2.0
+"""How long a run past its limit may take to wind down once cancelled."""
+
+
+async def _stop(task: asyncio.Future[Any]) -> None:
+    """Cancel a run past its limit and give it ``STOP_GRACE_S`` to end (the loop answers the
+    open calls); a run that ignores cancellation is left behind rather than waited for."""
+    task.cancel()
+    await asyncio.wait({task}, timeout=STOP_GRACE_S)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: a late error must not be logged as "never retrieved"
 
 
 def _run_sync(coro: Any) -> ScenarioResult:

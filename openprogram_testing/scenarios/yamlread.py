@@ -246,7 +246,7 @@ def merge_flow_tokens(root: Any) -> None:
     merged: list[Any] = []
     pending: Any = None
     for item in events.value:
-        plain = isinstance(item, yaml.ScalarNode) and item.style is None
+        plain = isinstance(item, yaml.ScalarNode) and not item.style  # libyaml says
         if pending is not None and plain:
             value = f"{pending.value}, {item.value}"
             pending = yaml.ScalarNode(
