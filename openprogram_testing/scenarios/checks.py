@@ -244,7 +244,7 @@ def _check_cassette(scenario: Scenario, found: Found) -> None:
 
 
 def _frame_count(interaction: dict[str, Any]) -> int:
-    from ..faults import split_frames
+    from ..wire.sse import split_frames
 
     body: Any = (interaction.get("response") or {}).get("body")
     if isinstance(body, dict):

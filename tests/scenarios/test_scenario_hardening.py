@@ -219,7 +219,7 @@ def test_fault_indices_are_checked_against_the_cassette(
 
 def test_the_last_frame_index_is_accepted(project: Path) -> None:
     from openprogram_testing.cassettes import load_interactions
-    from openprogram_testing.faults import split_frames
+    from openprogram_testing.wire.sse import split_frames
 
     body = load_interactions(project / "cassettes" / "text.yaml")[0]["response"]["body"]
     text = body["string"] if isinstance(body, dict) else body
