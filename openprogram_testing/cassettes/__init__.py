@@ -8,7 +8,6 @@ interaction answers a request; :mod:`.session` is the open cassette (``use_casse
 only when a cassette is opened or loaded.
 """
 
-from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, CassetteMismatch, ScriptExhaustedWarning
 from .files import EXPECTED_SHAPES, load_interactions
 from .matching import first_json_difference

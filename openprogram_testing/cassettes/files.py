@@ -103,7 +103,9 @@ def parse_cassette(text: str, path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise CassetteError(f"cassette {path} is not valid YAML (or JSON): {exc}") from None
     except RecursionError:
-        raise CassetteError(f"cassette {path} is nested too deeply to be a cassette") from None
+        raise CassetteError(
+            f"cassette {path} is nested too deeply (expected {EXPECTED_SHAPES})"
+        ) from None
     if isinstance(data, dict) and isinstance(data.get("log"), dict) and "entries" in data["log"]:
         data = _from_har(data["log"], path)
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
