@@ -159,8 +159,9 @@ _KEY_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 _JSON_MEMBER = re.compile(r'"((?:[^"\\\n]|\\.){1,128})"(\s*:\s*)"((?:[^"\\\n]|\\.)*)"')
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SIGV4_PART = re.compile(r"(?:Credential=([A-Za-z0-9]+)/|Signature=([0-9a-fA-F]{16,}))")
-# Cookies carry session ids but also harmless short flags; their values are never used verbatim.
-_NOT_REMEMBERED = frozenset({"cookie", "set_cookie"})
+_CALL_ARGUMENTS = frozenset({"args", "input", "arguments"})
+# Cookie headers hold several name=value pairs: each value is a secret on its own.
+_COOKIES = frozenset({"cookie", "set_cookie"})
 
 
 def normalize_name(name: str) -> str:
@@ -324,8 +325,15 @@ class Redactor:
             items = values if isinstance(values, list | tuple) else [values]
             texts = [_header_text(v) for v in items]
             if self.rules.is_secret_header(str(name)):
-                if normalize_name(str(name)) not in _NOT_REMEMBERED:
-                    for text in texts:
+                cookie = normalize_name(str(name)) in _COOKIES
+                for text in texts:
+                    if cookie:  # each cookie's value, not the whole header
+                        pairs = (
+                            text.split(";")[:1] if "set" in str(name).lower() else text.split(";")
+                        )
+                        for pair in pairs:
+                            self.remember(pair.partition("=")[2])
+                    else:
                         self.remember(text)
                 continue
             kept[str(name)] = texts
@@ -379,9 +387,13 @@ class Redactor:
             if isinstance(node, list):
                 stack.extend(node)
             elif isinstance(node, dict):
-                # a logprobs entry's "token" is model output, not a credential
+                # a logprobs entry's "token" is model output, and so are the arguments of a
+                # tool call ({name, args|input|arguments}): data the loop acts on, not credentials
                 logprob = "logprob" in node
+                call = "name" in node
                 for key, value in node.items():
+                    if call and key in _CALL_ARGUMENTS:
+                        continue
                     if isinstance(value, str):
                         if value and value != REDACTED and not (logprob and key == "token"):
                             if self.rules.is_secret_field(key):
