@@ -22,7 +22,6 @@ from .redaction import (
     redact_text,
 )
 from .session import (
-    EXHAUSTED_HEADER,
     RECORD_MODES,
     CassetteSession,
     MutationSpec,
@@ -34,7 +33,6 @@ __all__ = [
     "DEFAULT_SECRET_FIELDS",
     "DEFAULT_SECRET_HEADERS",
     "DEFAULT_SECRET_QUERY_PARAMS",
-    "EXHAUSTED_HEADER",
     "EXPECTED_SHAPES",
     "RECORD_MODES",
     "REDACTED",

@@ -15,7 +15,8 @@ cassette file (:mod:`.files` lists the shapes accepted):
 - **Fault mutations** (:mod:`openprogram_testing.faults`) apply at playback to the recorded
   bodies (gzip is decoded first).
 - **Answers the emulator made up** (past the end of its script, marked with the response header
-  ``x-emulator-script-exhausted: true``) raise a :class:`ScriptExhaustedWarning` when recorded.
+  ``x-emulator-script-exhausted: true``) raise a :class:`ScriptExhaustedWarning` when the
+  ``with`` block of a recording session ends.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from .matching import (
 from .redaction import RedactionRules, Redactor
 
 __all__ = [
-    "EXHAUSTED_HEADER",
     "RECORD_MODES",
     "CassetteSession",
     "MutationSpec",
@@ -58,9 +58,6 @@ __all__ = [
 
 RecordMode = Literal["none", "once", "new_episodes", "all"]
 RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
-
-#: The response header the loopback emulator puts on every answer past the end of its script.
-EXHAUSTED_HEADER = "x-emulator-script-exhausted"
 
 MutationSpec = Sequence[Mutation] | Mapping[int, Sequence[Mutation]]
 
@@ -194,9 +191,9 @@ class CassetteSession:
                 ScriptExhaustedWarning(
                     f"cassette {self.path} recorded {len(self._exhausted)} answer(s) the "
                     "provider emulator gave after its script ran out (response header "
-                    f"{EXHAUSTED_HEADER}: true): {'; '.join(self._exhausted)}. They are the "
-                    "emulator's fallback, not a real provider's answers; give the emulator more "
-                    "turns or re-record against the real API."
+                    f"x-emulator-script-exhausted: true): {'; '.join(self._exhausted)}. They "
+                    "are the emulator's fallback, not a real provider's answers; give the "
+                    "emulator more turns or re-record against the real API."
                 ),
                 stacklevel=2,
             )
@@ -259,6 +256,8 @@ class CassetteSession:
                         if name.lower() == "content-length":
                             response["headers"][name] = [str(len(response["body"]["string"]))]
         self._recorded += 1
+        from ..emulator.plan import EXHAUSTED_HEADER
+
         for name, values in response["headers"].items():
             if name.lower() == EXHAUSTED_HEADER and any(v.strip() == "true" for v in values):
                 code = response.get("status", {}).get("code")

@@ -272,3 +272,42 @@ def test_a_replay_only_cassette_refuses_an_sdk_request_it_lacks(tmp_path: Path) 
         with use_cassette(path):
             with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the mismatch its own way
                 _events(_bedrock(None, KEY_ID, SECRET_KEY, None), {"messages": []})
+
+
+# ---------------------------------------------------------------------------------------------
+# recorded against the loopback emulator's Gemini and Bedrock endpoints
+
+
+def test_both_sdks_record_against_the_emulator_and_replay_without_it(tmp_path: Path) -> None:
+    from openprogram_testing.emulator import ProviderEmulator
+    from openprogram_testing.scripted import call, turn
+
+    script = [turn(call("get_weather", {"city": "Paris"})), "Sunny in Paris.", "Rainy in Oslo."]
+    path = tmp_path / "emulated.yaml"
+    request = {"messages": [{"role": "user", "content": [{"text": "Weather in Oslo?"}]}]}
+    with ProviderEmulator(script) as emulator:
+        url = emulator.base_url
+        with use_cassette(path, record_mode="once"):
+            gemini = _gemini(url, GOOGLE_KEY)
+            calls, answer = _stream(gemini), _stream(gemini)
+            bedrock = _bedrock(url, KEY_ID, SECRET_KEY, SESSION_TOKEN)
+            events = _events(bedrock, request)
+        emulator.assert_complete()
+    assert _calls(calls) == [("get_weather", {"city": "Paris"})]
+    assert "".join(c.text or "" for c in answer) == "Sunny in Paris."
+    text = path.read_text()
+    for secret in (GOOGLE_KEY, KEY_ID, SECRET_KEY, SESSION_TOKEN):
+        assert secret not in text
+
+    # the emulator is gone; other credentials; the cassette answers all three in order
+    with use_cassette(path) as replay:
+        gemini = _gemini(url, "another-google-key-1")
+        assert _calls(_stream(gemini)) == _calls(calls)
+        assert "".join(c.text or "" for c in _stream(gemini)) == "Sunny in Paris."
+        again = _events(_bedrock(url, "AKIAOTHERKEY00005678", "x" * 40, None), request)
+    assert replay.played == [0, 1, 2]
+    assert again == events
+    text_deltas = [
+        e["contentBlockDelta"]["delta"].get("text", "") for e in again if "contentBlockDelta" in e
+    ]
+    assert "".join(text_deltas) == "Rainy in Oslo."

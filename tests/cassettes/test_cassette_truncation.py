@@ -1,0 +1,187 @@
+"""A truncation sweep over the shared Gemini SSE and Bedrock event-stream recordings, through
+the cassette layer and the official SDKs: interaction j of each file is cut after k frames for
+every j and every k before its terminal frame.  Every cut is served, read by the SDK without a
+hang or a stray exception, and visibly incomplete (no ``finishReason`` / ``messageStop`` /
+``message_stop`` reaches the SDK), which is what an adapter turns into an ``error`` turn.  (The
+OpenAI and Anthropic recordings are swept through their adapters and the full loop in
+``test_cassette_conformance.py``; the Gemini and Bedrock adapters' loop-level conformance moves
+there as they arrive.)"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from _cassette_catalog import WITHOUT_ADAPTER
+
+from openprogram_testing.cassettes import load_interactions, use_cassette
+from openprogram_testing.faults import TruncateAfter
+from openprogram_testing.wire import FORMATS, eventstream
+from openprogram_testing.wire.sse import split_frames
+
+
+def _body(interaction: dict[str, Any]) -> str | bytes:
+    body: str | bytes = interaction["response"]["body"]["string"]
+    return body
+
+
+def _streamed(name: str, folder: Path) -> list[int]:
+    """Indices of the interactions of ``name`` that are 200 streams."""
+    out = []
+    for index, item in enumerate(load_interactions(folder / name)):
+        body = _body(item)
+        kind = " ".join(item["response"]["headers"].get("Content-Type", [])) + " ".join(
+            item["response"]["headers"].get("content-type", [])
+        )
+        if item["response"]["status"]["code"] != 200:
+            continue
+        if isinstance(body, bytes) and eventstream.is_eventstream(body):
+            out.append(index)
+        elif isinstance(body, str) and "event-stream" in kind and body.startswith("data:"):
+            out.append(index)
+    return out
+
+
+GEMINI = sorted(n for n, api in WITHOUT_ADAPTER.items() if api == "gemini")
+BEDROCK = sorted(n for n, api in WITHOUT_ADAPTER.items() if api.startswith("bedrock"))
+# Every shared Gemini and Bedrock file with a 200 stream in it (the test below checks the list).
+SWEPT = (
+    "chatlas/test_provider_bedrock/test_anthropic_tool_variations_async.yaml",
+    "chatlas/test_provider_google/test_tools_parallel.yaml",
+    "dd-trace-py/bedrock/bedrock_converse_stream.yaml",
+    "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml",
+    "opentelemetry-python-contrib/botocore/test_converse_stream_with_content_tool_call.yaml",
+    "opentelemetry-python-contrib/google_genai/test_streaming[logcontent-gemini-2.5-flash-vertexaiapi-sync-default].yaml",
+    "pydantic-ai/test_google/test_google_streaming_tool_call_thought_signature.yaml",
+)
+
+
+def _frames(body: str | bytes) -> list[Any]:
+    if isinstance(body, bytes):
+        return eventstream.split_messages(body)
+    return split_frames(body)
+
+
+def _terminal_index(api: str, frames: list[Any]) -> int:
+    wire = FORMATS["gemini" if api == "gemini" else api if api != "bedrock_converse" else "bedrock"]
+    for index, frame in enumerate(frames):
+        if isinstance(frame, bytes):
+            if wire.is_terminal_message(eventstream.decode_message(frame)):  # type: ignore[attr-defined]
+                return index
+        elif wire.is_terminal(frame):
+            return index
+    raise AssertionError("no terminal frame")
+
+
+# ---- reading a served stream through the SDK the recording was made with
+
+
+def _gemini_reader(uri: str) -> Callable[[], list[dict[str, Any]]]:
+    """The chunks google-genai yields (Developer API), or the SSE payloads httpx2 reads (Vertex
+    needs Google credentials to build a client)."""
+    model = re.search(r"/models/([^/:]+):", uri)
+    assert model
+    if "aiplatform" in uri:
+
+        def raw() -> list[dict[str, Any]]:
+            with httpx2.Client() as client, client.stream("POST", uri, json={}) as reply:
+                text = "".join(reply.iter_text())
+            return [json.loads(f.split(":", 1)[1]) for f in split_frames(text) if f.strip()]
+
+        return raw
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(
+        api_key="dummy-key-123456", http_options=types.HttpOptions(api_version="v1beta")
+    )
+
+    def sdk() -> list[dict[str, Any]]:
+        chunks = client.models.generate_content_stream(model=model.group(1), contents="x")
+        return [c.model_dump(mode="json", exclude_none=True, by_alias=True) for c in chunks]
+
+    return sdk
+
+
+def _bedrock_reader(interaction: dict[str, Any]) -> Callable[[], list[dict[str, Any]]]:
+    import boto3
+
+    uri = interaction["request"]["uri"]
+    found = re.search(
+        r"https://bedrock-runtime\.([^.]+)\.amazonaws\.com/model/([^/]+)/([a-z-]+)", uri
+    )
+    assert found
+    region, model, operation = found.groups()
+    from urllib.parse import unquote
+
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name=region,
+        aws_access_key_id="AKIAEXAMPLEKEY000000",
+        aws_secret_access_key="example-secret-key-value",
+    )
+    body = interaction["request"]["body"]
+    if operation == "invoke-with-response-stream":
+
+        def invoke() -> list[dict[str, Any]]:
+            reply = client.invoke_model_with_response_stream(modelId=unquote(model), body=body)
+            return [json.loads(e["chunk"]["bytes"]) for e in reply["body"]]
+
+        return invoke
+    request = json.loads(body)
+
+    def converse() -> list[dict[str, Any]]:
+        return list(client.converse_stream(modelId=unquote(model), **request)["stream"])
+
+    return converse
+
+
+def _finished(api: str, items: list[dict[str, Any]]) -> bool:
+    if api == "gemini":
+        return any(c.get("finishReason") for item in items for c in item.get("candidates") or [])
+    if api == "bedrock_invoke":
+        return any(item.get("type") == "message_stop" for item in items)
+    return any("messageStop" in item for item in items)
+
+
+@pytest.mark.parametrize("name", SWEPT)
+def test_every_cut_of_every_shared_stream_is_served_and_visibly_incomplete(
+    conformance_cassettes: Path, name: str
+) -> None:
+    api = WITHOUT_ADAPTER[name]
+    recorded = load_interactions(conformance_cassettes / name)
+    streamed = _streamed(name, conformance_cassettes)
+    readers = [
+        _gemini_reader(i["request"]["uri"]) if api == "gemini" else _bedrock_reader(i)
+        for i in recorded
+    ]
+    checked = 0
+    with use_cassette(conformance_cassettes / name, allow_unplayed=True) as cassette:
+        full = [readers[j]() for j in range(len(recorded))]
+        for j in streamed:
+            assert _finished(api, full[j]), f"{name} #{j} is complete as recorded"
+            frames = _frames(_body(recorded[j]))
+            terminal = _terminal_index(api, frames)
+            for k in range(terminal + 1):
+                cassette.rewind(mutations={j: [TruncateAfter(k)]})
+                for earlier in range(j):
+                    readers[earlier]()
+                items = readers[j]()
+                where = f"{name} #{j} cut after {k} of {len(frames)} frames"
+                assert cassette.played == list(range(j + 1)), where
+                assert not _finished(api, items), where
+                assert items == full[j][: len(items)], where  # a prefix of the real stream
+                checked += 1
+    assert checked == sum(_terminal_index(api, _frames(_body(recorded[j]))) + 1 for j in streamed)
+
+
+def test_the_sweep_covers_every_shared_gemini_and_bedrock_stream(
+    conformance_cassettes: Path,
+) -> None:
+    swept = {n for n in [*GEMINI, *BEDROCK] if _streamed(n, conformance_cassettes)}
+    assert swept == set(SWEPT)
