@@ -24,7 +24,7 @@ async def test_new_episodes_warns_when_it_records_past_the_script(
             api_key="dummy-key", base_url=emulator.openai_base_url, max_retries=0
         )
         with warnings.catch_warnings():
-            warnings.simplefilter("error")  # within the script: no warning
+            warnings.simplefilter("error", ScriptExhaustedWarning)  # within the script: none
             with use_cassette(path, record_mode="new_episodes"):
                 assert (await run_loop(provider, "hi")).final_text == "one"
         with pytest.warns(ScriptExhaustedWarning) as caught:
@@ -49,7 +49,7 @@ async def test_replaying_such_an_answer_does_not_warn_again(tmp_path: Path) -> N
             with use_cassette(path, record_mode="once"):
                 await run_loop(provider, "echo me")
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", ScriptExhaustedWarning)
         with use_cassette(path) as replay:
             await run_loop(provider, "echo me")
     assert replay.played == [0]
