@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     )
     from .steering import Delivery, ScheduleEntry, SteeringSchedule
     from .trace import LoopTrace, render_snapshot, render_timeline, run_loop, run_loop_sync
+    from .tree import TraceTree, run_exec, run_exec_sync
 
 _EXPORTS: dict[str, str] = {
     "assert_final_text": "assertions",
@@ -106,6 +107,9 @@ _EXPORTS: dict[str, str] = {
     "render_timeline": "trace",
     "run_loop": "trace",
     "run_loop_sync": "trace",
+    "TraceTree": "tree",
+    "run_exec": "tree",
+    "run_exec_sync": "tree",
 }
 """Where each public name lives (module under this package)."""
 
@@ -145,6 +149,7 @@ __all__ = [
     "ScriptedProvider",
     "ScriptedTurn",
     "SteeringSchedule",
+    "TraceTree",
     "UnconsumedTurns",
     "UnexpectedModelCall",
     "Violation",
@@ -165,6 +170,8 @@ __all__ = [
     "raising_turn",
     "render_snapshot",
     "render_timeline",
+    "run_exec",
+    "run_exec_sync",
     "run_loop",
     "run_loop_sync",
     "run_scenario",

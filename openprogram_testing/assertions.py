@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .invariants import timeline_text
 from .trace import LoopTrace
+
+if TYPE_CHECKING:
+    from .tree import TraceTree
+
+Subject: TypeAlias = "LoopTrace | TraceTree"
+"""What the helpers check: a ``LoopTrace``, or a ``TraceTree`` (its outer run, or with ``run=``
+the nested run at that tool path, e.g. ``run="summarize_cities"``)."""
 
 TERMINATIONS = ("completed", "max_iterations", "error", "aborted")
 
@@ -22,13 +29,36 @@ def _q(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def _fail(message: str, trace: LoopTrace) -> AssertionError:
-    return AssertionError(f"{message}\n\nrun timeline:\n{timeline_text(trace)}")
+def _fail(message: str, subject: Subject, run: str | Sequence[str] | None = None) -> AssertionError:
+    if run:
+        where = run if isinstance(run, str) else "/".join(run)
+        message = f"in run {where}: {message}"
+    error = AssertionError(f"{message}\n\nrun timeline:\n{timeline_text(subject)}")
+    error.timeline_shown = True  # type: ignore[attr-defined]  # the plugin prints it only once
+    return error
 
 
-def assert_terminated(trace: LoopTrace, termination: str) -> None:
+def _pick(subject: Subject, run: str | Sequence[str] | None) -> LoopTrace:
+    """The trace to check: ``subject`` itself, or the run of a tree at path ``run``."""
+    __tracebackhide__ = True
+    if isinstance(subject, LoopTrace):
+        if run:
+            raise TypeError("run= addresses a nested run of a TraceTree (run_exec / exec_runner)")
+        return subject
+    if not run:
+        return subject.trace
+    try:
+        return subject[run].trace
+    except KeyError as exc:
+        raise _fail(str(exc.args[0]), subject) from None
+
+
+def assert_terminated(
+    subject: Subject, termination: str, *, run: str | Sequence[str] | None = None
+) -> None:
     """The run ended with ``termination`` (completed, max_iterations, error, aborted)."""
     __tracebackhide__ = True
+    trace = _pick(subject, run)
     if termination not in TERMINATIONS:
         raise ValueError(
             f"unknown termination {termination!r}; expected one of {', '.join(TERMINATIONS)}"
@@ -40,17 +70,21 @@ def assert_terminated(trace: LoopTrace, termination: str) -> None:
         )
 
 
-def assert_model_calls(trace: LoopTrace, n: int) -> None:
+def assert_model_calls(subject: Subject, n: int, *, run: str | Sequence[str] | None = None) -> None:
     """The model was called exactly ``n`` times."""
     __tracebackhide__ = True
+    trace = _pick(subject, run)
     if trace.model_calls != n:
-        raise _fail(f"expected {n} model call(s), got {trace.model_calls}", trace)
+        raise _fail(f"expected {n} model call(s), got {trace.model_calls}", subject, run)
 
 
-def assert_skipped(trace: LoopTrace, ids_or_names: str | Sequence[str]) -> None:
+def assert_skipped(
+    subject: Subject, ids_or_names: str | Sequence[str], *, run: str | Sequence[str] | None = None
+) -> None:
     """Exactly these calls were skipped, in this order; each entry is a tool call id or a tool
     name.  ``assert_skipped(trace, [])`` asserts nothing was skipped."""
     __tracebackhide__ = True
+    trace = _pick(subject, run)
     wanted = [ids_or_names] if isinstance(ids_or_names, str) else list(ids_or_names)
     got = trace.skipped
     ok = len(got) == len(wanted) and all(
@@ -58,16 +92,17 @@ def assert_skipped(trace: LoopTrace, ids_or_names: str | Sequence[str]) -> None:
     )
     if not ok:
         desc = [f"{r.tool_call_id} ({r.tool_name})" for r in got]
-        raise _fail(f"expected skipped calls {wanted}, got {desc or 'none'}", trace)
+        raise _fail(f"expected skipped calls {wanted}, got {desc or 'none'}", subject, run)
 
 
-def assert_recovered(trace: LoopTrace) -> None:
+def assert_recovered(subject: Subject, *, run: str | Sequence[str] | None = None) -> None:
     """An error tool result was followed by another model call and the run finished
     successfully (termination ``completed``, final message not an error)."""
     __tracebackhide__ = True
+    trace = _pick(subject, run)
     errors = [r for r in trace.tool_results if r.is_error and not r.skipped]
     if not errors:
-        raise _fail("expected a recovery, but no tool call failed", trace)
+        raise _fail("expected a recovery, but no tool call failed", subject, run)
     if not trace.recovered_errors:
         raise _fail(
             f"{len(errors)} tool call(s) failed but the model was not called again afterwards",
@@ -89,11 +124,17 @@ def assert_recovered(trace: LoopTrace) -> None:
 _RESULT_KEYS = {"name", "id", "is_error", "skipped", "text", "contains", "match"}
 
 
-def assert_tool_results(trace: LoopTrace, expected: Sequence[str | Mapping[str, Any]]) -> None:
+def assert_tool_results(
+    subject: Subject,
+    expected: Sequence[str | Mapping[str, Any]],
+    *,
+    run: str | Sequence[str] | None = None,
+) -> None:
     """The run's tool results, in order, match ``expected``: each entry is a tool name or a
     mapping with any of ``name``, ``id``, ``is_error``, ``skipped``, ``text`` (exact),
     ``contains`` (substring) and ``match`` (regex, ``re.search``)."""
     __tracebackhide__ = True
+    trace = _pick(subject, run)
     specs: list[Mapping[str, Any]] = []
     for k, want in enumerate(expected):
         spec: Mapping[str, Any] = {"name": want} if isinstance(want, str) else want
@@ -126,23 +167,29 @@ def assert_tool_results(trace: LoopTrace, expected: Sequence[str | Mapping[str, 
                     f"does not hold for {shown}"
                 )
     if problems:
-        raise _fail("tool results differ:\n  " + "\n  ".join(problems), trace)
+        raise _fail("tool results differ:\n  " + "\n  ".join(problems), subject, run)
 
 
 def assert_final_text(
-    trace: LoopTrace, text: str | None = None, *, match: str | None = None
+    subject: Subject,
+    text: str | None = None,
+    *,
+    match: str | None = None,
+    run: str | Sequence[str] | None = None,
 ) -> None:
     """The final assistant text equals ``text`` (or matches the regex ``match``)."""
     __tracebackhide__ = True
+    trace = _pick(subject, run)
     final = trace.final_text
     if text is not None and final != text:
-        raise _fail(f"expected final text {text!r}, got {final!r}", trace)
+        raise _fail(f"expected final text {text!r}, got {final!r}", subject, run)
     if match is not None and re.search(match, final) is None:
-        raise _fail(f"final text {final!r} does not match {match!r}", trace)
+        raise _fail(f"final text {final!r} does not match {match!r}", subject, run)
 
 
 __all__ = [
     "TERMINATIONS",
+    "Subject",
     "assert_final_text",
     "assert_model_calls",
     "assert_recovered",

@@ -52,11 +52,15 @@ NOT_CALLED_TEXT = "Request was aborted before the model was called"
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken invariant: its number, what is wrong and the offending event numbers."""
+    """One broken invariant: its number, what is wrong and the offending event numbers.  In a
+    trace tree, ``run`` names the run and ``lane`` prefixes its event numbers (``r1#3``) as the
+    tree's timeline does."""
 
     invariant: int
     detail: str
     events: tuple[int, ...] = ()
+    run: str = ""
+    lane: str = ""
 
     @property
     def rule(self) -> str:
@@ -64,9 +68,11 @@ class Violation:
         return RULE_NAMES.get(self.invariant, f"invariant_{self.invariant}")
 
     def __str__(self) -> str:
-        where = f" [events {', '.join(f'#{i}' for i in self.events)}]" if self.events else ""
+        numbers = ", ".join(f"{self.lane}#{i}" for i in self.events)
+        where = f" [events {numbers}]" if self.events else ""
         about = DESCRIPTIONS.get(self.invariant, "")
-        return f"invariant {self.invariant} ({self.rule}: {about}): {self.detail}{where}"
+        run = f"in {self.run}: " if self.run else ""
+        return f"invariant {self.invariant} ({self.rule}: {about}): {run}{self.detail}{where}"
 
 
 class InvariantViolation(AssertionError):
@@ -1019,16 +1025,42 @@ def find_violations(
     return out
 
 
-def check_invariants(trace: LoopTrace, *, only: Iterable[int | str] | None = None) -> None:
+def check_invariants(trace: LoopTrace | Any, *, only: Iterable[int | str] | None = None) -> None:
     """Raise ``InvariantViolation`` (with the run's timeline) unless ``trace`` satisfies every
-    single-trace rule (or those in ``only``: numbers or rule names)."""
+    single-trace rule (or those in ``only``: numbers or rule names).  A trace tree
+    (``run_exec``) is checked run by run; each violation names its run."""
     __tracebackhide__ = True
-    violations = find_violations(trace, only=only)
+    if isinstance(trace, LoopTrace):
+        violations = find_violations(trace, only=only)
+    else:
+        violations = find_tree_violations(trace, only=only)
     if violations:
         raise InvariantViolation(violations, timeline_text(trace))
 
 
-def timeline_text(trace: LoopTrace) -> str:
+def find_tree_violations(tree: Any, *, only: Iterable[int | str] | None = None) -> list[Violation]:
+    """Every broken rule of every run of a trace tree (``TraceTree``), without raising; a
+    nested run's violations name it and number its events as the tree's timeline does."""
+    out: list[Violation] = []
+    for k, node in enumerate(tree.walk()):
+        lane = f"r{k}" if k else ""
+        label = "" if k == 0 else f"{lane} ({node.label})"
+        for v in find_violations(node.trace, only=only):
+            out.append(Violation(v.invariant, v.detail, v.events, label, lane))
+    return out
+
+
+def timeline_shown(error: BaseException | None) -> bool:
+    """Whether a failure already shows a run's timeline (its message or a note carries it), so
+    the pytest report does not print it a second time."""
+    if error is None:
+        return False
+    if getattr(error, "timeline_shown", False) or getattr(error, "timeline", ""):
+        return True
+    return any("timeline:" in note for note in getattr(error, "__notes__", ()))
+
+
+def timeline_text(trace: LoopTrace | Any) -> str:
     """The run's timeline for a failure message (coloured on a terminal); never raises, so a
     rendering problem cannot hide the real failure."""
     try:
@@ -1050,6 +1082,7 @@ __all__ = [
     "check_rechunk_invariance",
     "events_pair_up",
     "every_call_answered_in_order",
+    "find_tree_violations",
     "find_violations",
     "handed_over_messages_are_accounted_for",
     "model_calls_within_cap",
@@ -1059,6 +1092,7 @@ __all__ = [
     "run_starts_and_ends_once",
     "skipped_calls_follow_steering",
     "steering_after_a_text_reply_continues",
+    "timeline_shown",
     "timeline_text",
     "tool_failures_are_fed_back",
 ]

@@ -5,13 +5,15 @@ the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothin
 imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
 
 Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
-``loop_runner``, ``trace_snapshot``; an autouse fixture blocks real model requests (markers
-``allow_model_requests``, ``op_no_invariants``, ``op_cassette``; options ``--openprogram-…``).
+``loop_runner``, ``exec_runner``, ``trace_snapshot``; an autouse fixture blocks real model
+requests (markers ``allow_model_requests``, ``op_no_invariants``, ``op_cassette``; options
+``--openprogram-…``).  The runners live in ``openprogram_testing.runners``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .extras import MissingExtra, require
-from .invariants import check_invariants
-from .scripted import ScriptedProvider
+from .invariants import timeline_shown
+from .render import render_timeline
+from .runners import ExecRunner, LoopRunner, Ran
+from .scripted import ScriptedProvider, ScriptError
 from .steering import SteeringSchedule
-from .trace import LoopTrace, render_timeline, run_loop, run_loop_sync
 
 # The YAML scenario collector lives beside this module.
 pytest_plugins = ["openprogram_testing.collect", "openprogram_testing.report.pytest_plugin"]
@@ -113,9 +116,16 @@ def _need_extra(fixture: str, *modules: str) -> None:
 def scripted_provider() -> Iterator[ScriptedProvider]:
     """An empty strict ``ScriptedProvider``; add turns with ``.add(...)``.  At teardown an
     unexpected model call or an unplayed turn fails the test."""
+    __tracebackhide__ = True
     provider = ScriptedProvider()
     yield provider
-    provider.assert_complete()
+    try:
+        provider.assert_complete()
+    except ScriptError as exc:  # the message says it all: no harness source around it
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture
@@ -220,75 +230,30 @@ def steering() -> SteeringSchedule:
     return SteeringSchedule()
 
 
-_TRACES_KEY = pytest.StashKey[list[LoopTrace]]()
+_RAN_KEY = pytest.StashKey[list[Ran]]()
 
 
-class LoopRunner:
-    """Runs loops for a test and returns their ``LoopTrace`` (the ``loop_runner`` fixture).
-
-    ``loop_runner(prompts, **run_loop_options)`` runs with the test's ``scripted_provider``
-    (and the ``steering`` schedule if the test requested it); ``loop_runner(provider, prompts,
-    ...)`` or ``provider=`` picks another provider.  ``await loop_runner.arun(...)`` is the async
-    form.  Every trace is checked against the loop invariants (``check_invariants=False``, the
-    ``op_no_invariants`` marker, ``--openprogram-no-invariants`` or the ini option
-    ``openprogram_check_invariants = false`` turn that off) and kept in ``traces``; the last one
-    is printed as a timeline when the test fails.
-    """
-
-    def __init__(self, request: pytest.FixtureRequest, check: bool) -> None:
-        self._request = request
-        self.check = check
-        self.traces: list[LoopTrace] = []
-
-    @property
-    def last(self) -> LoopTrace | None:
-        return self.traces[-1] if self.traces else None
-
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
-        check = kwargs.pop("check_invariants", self.check)
-        provider = kwargs.pop("provider", None)
-        if len(args) == 2:
-            if provider is not None:
-                raise TypeError("loop_runner: provider given both positionally and as provider=")
-            provider, prompts = args
-        elif len(args) == 1:
-            (prompts,) = args
-        else:
-            raise TypeError(
-                "use loop_runner(prompts, **options) or loop_runner(provider, prompts, **options)"
-            )
-        if provider is None:
-            provider = self._request.getfixturevalue("scripted_provider")
-        if "schedule" not in kwargs and "steering" in self._request.fixturenames:
-            kwargs["schedule"] = self._request.getfixturevalue("steering")
-        return provider, prompts, bool(check)
-
-    def _finish(self, trace: LoopTrace, check: bool) -> LoopTrace:
-        self.traces.append(trace)
-        if check:
-            check_invariants(trace)
-        return trace
-
-    def __call__(self, *args: Any, **kwargs: Any) -> LoopTrace:
-        provider, prompts, check = self._prepare(args, kwargs)
-        return self._finish(run_loop_sync(provider, prompts, **kwargs), check)
-
-    async def arun(self, *args: Any, **kwargs: Any) -> LoopTrace:
-        provider, prompts, check = self._prepare(args, kwargs)
-        return self._finish(await run_loop(provider, prompts, **kwargs), check)
-
-
-@pytest.fixture
-def loop_runner(request: pytest.FixtureRequest) -> LoopRunner:
-    """Run a loop and get its ``LoopTrace`` (see ``LoopRunner``); invariants are checked."""
+def _runner_args(request: pytest.FixtureRequest) -> tuple[Any, ...]:
     check = (
         request.node.get_closest_marker("op_no_invariants") is None
         and not request.config.getoption("--openprogram-no-invariants", default=None)
         and bool(request.config.getini("openprogram_check_invariants"))
     )
-    runner = LoopRunner(request, check)
-    request.node.stash[_TRACES_KEY] = runner.traces
-    return runner
+    record = request.node.stash.setdefault(_RAN_KEY, [])
+    return request.getfixturevalue, request.fixturenames.__contains__, check, record
+
+
+@pytest.fixture
+def loop_runner(request: pytest.FixtureRequest) -> LoopRunner:
+    """Run a loop and get its ``LoopTrace`` (see ``LoopRunner``); invariants are checked."""
+    return LoopRunner(*_runner_args(request))
+
+
+@pytest.fixture
+def exec_runner(request: pytest.FixtureRequest) -> ExecRunner:
+    """Run ``Runtime.exec`` and get the ``TraceTree`` of its runs (see ``ExecRunner``);
+    invariants are checked on every run, nested ones included."""
+    return ExecRunner(*_runner_args(request))
 
 
 @pytest.fixture
@@ -303,13 +268,34 @@ def trace_snapshot(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue("snapshot").use_extension(TraceSnapshotExtension)
 
 
+@pytest.hookimpl
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test that no async plugin claimed (pytest alone skips it with a
+    warning), through ``openprogram.run_sync``: async tests of the harness work with only
+    ``openprogram`` and ``pytest`` installed.  pytest-asyncio and anyio keep the tests they own
+    (their tests reach this hook already wrapped, or carry ``anyio_backend``).  Async fixtures
+    still need such a plugin (see docs/testing-your-agent.md)."""
+    function = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(function) or "anyio_backend" in pyfuncitem.funcargs:
+        return None
+    from openprogram import run_sync
+
+    names = pyfuncitem._fixtureinfo.argnames
+    arguments = {name: pyfuncitem.funcargs[name] for name in names}
+    run_sync(lambda: function(**arguments))
+    return True
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """When a test that ran loops fails, show the last run's timeline in the report."""
+    """When a test that ran loops fails, show the last run's timeline in the report, once: not
+    when the failure message already carries it (the assertion helpers and invariant checks
+    include it)."""
     report = yield
     if report.failed and call.when == "call":
-        traces = item.stash.get(_TRACES_KEY, None)
-        if traces:
-            title = "openprogram loop timeline (last run)"
-            report.sections.append((title, render_timeline(traces[-1])))
+        ran = item.stash.get(_RAN_KEY, None)
+        error = call.excinfo.value if call.excinfo is not None else None
+        if ran and not timeline_shown(error):
+            title = "openprogram timeline (last run)"
+            report.sections.append((title, render_timeline(ran[-1])))
     return report

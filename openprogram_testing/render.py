@@ -71,6 +71,29 @@ class RenderableTrace(Protocol):
     def steering_mode(self) -> str: ...
 
 
+class _RunInfo(Protocol):
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+
+
+class RenderableTree(Protocol):
+    """What the renderers read of a trace tree (``TraceTree`` satisfies it): each run's trace
+    and the runs nested in it, each linked to the tool call that started it."""
+
+    @property
+    def trace(self) -> RenderableTrace: ...
+    @property
+    def run(self) -> _RunInfo: ...
+    @property
+    def children(self) -> Sequence[RenderableTree]: ...
+    @property
+    def path(self) -> tuple[str, ...]: ...
+
+
 TIMELINE_TEXT_LIMIT = 120
 SNAPSHOT_TEXT_LIMIT = 300
 SNAPSHOT_RESULT_LIMIT = 200
@@ -104,6 +127,13 @@ class _Renderer:
         default_factory=list
     )  # (number, depth, text, style)
     stream: tuple[int, str] | None = None  # snapshot mode: stream summary awaiting its message
+    # Trace trees: the runs nested in this one (by the tool call that started them), rendered
+    # as indented lanes right after that call's tool_execution_start; ``base`` is the lane's
+    # indentation and ``prefix`` tags its event numbers (``r1#3``: event 3 of nested run 1).
+    node: RenderableTree | None = None
+    base: int = 0
+    prefix: str = ""
+    counter: list[int] = field(default_factory=lambda: [0])
 
     # -- helpers ---------------------------------------------------------------------------
     def cid(self, raw: str) -> str:
@@ -141,7 +171,37 @@ class _Renderer:
         return text if len(text) <= limit else f"{text[:limit]}…(+{len(text) - limit} chars)"
 
     def add(self, number: str, depth: int, text: str, style: str = "") -> None:
-        self.lines.append((number, depth, text, style))
+        if number and self.prefix:
+            number = self.prefix + number
+        self.lines.append((number, self.base + depth, text, style))
+
+    def nested(self, tool_call_id: str | None, depth: int) -> None:
+        """Render the runs started by ``tool_call_id`` (``None``: the ``choices=`` asks, after
+        the run) as lanes indented under ``depth``."""
+        if self.node is None:
+            return
+        for child in self.node.children:
+            if child.run.tool_call_id != tool_call_id:
+                continue
+            self.counter[0] += 1
+            tag = f"r{self.counter[0]}"
+            where = "/".join(child.path)
+            if child.run.kind != "exec":
+                head = f"{child.run.kind} run"
+            else:
+                call = self.cid(child.run.tool_call_id or "?")
+                head = f"run {where} (call {call}, depth {child.run.depth})"
+            self.add("" if self.snapshot else f"{tag}:", depth + 1, f"┌ {head}", "bold magenta")
+            _Renderer(
+                child.trace,
+                self.snapshot,
+                self.ids,
+                self.lines,
+                node=child,
+                base=self.base + depth + 2,
+                prefix="" if self.snapshot else tag,
+                counter=self.counter,
+            ).run()
 
     def user_kind(self, message: UserMessage) -> str:
         t = self.trace
@@ -279,6 +339,7 @@ class _Renderer:
                     f"{self.args(e.args)}",
                     "yellow",
                 )
+                self.nested(e.tool_call_id, depth)
             elif isinstance(e, ToolExecutionUpdate):
                 self.add(
                     num,
@@ -311,6 +372,7 @@ class _Renderer:
                 self.add(num, depth, f"{getattr(e, 'type', type(e).__name__)}", "")
             i += 1
         self.flush_stream()
+        self.nested(None, 0)
         return self.lines
 
 
@@ -357,9 +419,17 @@ def _rich(lines: list[tuple[str, int, str, str]]) -> str:
     return capture.get().rstrip("\n")
 
 
-def render_timeline(trace: RenderableTrace, *, color: bool = False) -> str:
-    """A numbered, human-readable timeline of ``trace`` (rich-coloured with ``color=True``)."""
-    lines = _Renderer(trace, snapshot=False).run()
+def _renderer(subject: RenderableTrace | RenderableTree, snapshot: bool) -> _Renderer:
+    if hasattr(subject, "children"):
+        tree: RenderableTree = subject  # type: ignore[assignment]
+        return _Renderer(tree.trace, snapshot, node=tree)
+    return _Renderer(subject, snapshot)
+
+
+def render_timeline(subject: RenderableTrace | RenderableTree, *, color: bool = False) -> str:
+    """A numbered, human-readable timeline of a trace, or of a trace tree with its nested runs
+    as indented lanes (rich-coloured with ``color=True``)."""
+    lines = _renderer(subject, snapshot=False).run()
     if color:
         try:
             return _rich(lines)
@@ -368,11 +438,13 @@ def render_timeline(trace: RenderableTrace, *, color: bool = False) -> str:
     return _plain(lines, numbered=True)
 
 
-def render_snapshot(trace: RenderableTrace) -> str:
-    """The stable, normalised text form of ``trace`` used for snapshots."""
-    r = _Renderer(trace, snapshot=True)
+def render_snapshot(subject: RenderableTrace | RenderableTree) -> str:
+    """The stable, normalised text form of a trace (or trace tree) used for snapshots."""
+    r = _renderer(subject, snapshot=True)
+    trace = r.trace
     lines = r.run()
-    header = [f"# openprogram trace v1: cap={trace.cap} steering_mode={trace.steering_mode}"]
+    runs = f" runs={r.counter[0] + 1}" if r.node is not None else ""
+    header = [f"# openprogram trace v1: cap={trace.cap} steering_mode={trace.steering_mode}{runs}"]
     if trace.schedule is not None and trace.schedule.pending:
         header.extend(
             f"# pending schedule entry: {r.norm(e.describe())}" for e in trace.schedule.pending

@@ -207,6 +207,7 @@ class ScriptedProvider:
         self.violations: list[ScriptError] = []
         self._played = 0
         self._next_id = 0
+        self._reported = 0
 
     # -- script management ----------------------------------------------------------------
     def add(self, *turns: TurnLike) -> ScriptedProvider:
@@ -222,15 +223,26 @@ class ScriptedProvider:
         return len(self.turns) - self._played
 
     def assert_complete(self) -> None:
-        """Raise the first strictness violation, or ``UnconsumedTurns`` if turns are left."""
-        if self.violations:
-            raise self.violations[0]
+        """Raise the first strictness violation not raised yet (see ``raise_new_violations``),
+        or ``UnconsumedTurns`` if turns are left."""
+        __tracebackhide__ = True
+        self.raise_new_violations()
         if self.remaining > 0:
             left = ", ".join(describe_turn(t) for t in self.turns[self._played :])
             raise UnconsumedTurns(
                 f"{self.remaining} scripted turn(s) were never played "
                 f"(played {self._played} of {len(self.turns)}): {left}"
             )
+
+    def raise_new_violations(self) -> None:
+        """Raise the first violation (an unexpected model call) not raised before.  The runner
+        fixtures call it right after a run, so the test fails there, naming the model call,
+        instead of at teardown; a violation is raised once."""
+        __tracebackhide__ = True
+        if self._reported < len(self.violations):
+            first = self.violations[self._reported]
+            self._reported = len(self.violations)
+            raise first
 
     # -- the provider contract --------------------------------------------------------------
     def stream(

@@ -20,6 +20,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .render import render_snapshot
 from .trace import LoopTrace
+from .tree import TraceTree
 
 
 class TraceSnapshotExtension(SingleFileSnapshotExtension):
@@ -30,12 +31,13 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
     file_extension = "trace.txt"
 
     def serialize(self, data: Any, **kwargs: Any) -> str:
-        if isinstance(data, LoopTrace):
+        if isinstance(data, LoopTrace | TraceTree):
             return render_snapshot(data)
         if isinstance(data, str):
             return data
         raise TypeError(
-            f"trace_snapshot compares LoopTrace objects (from run_loop / loop_runner), "
+            "trace_snapshot compares LoopTrace objects (run_loop / loop_runner) and TraceTree "
+            f"objects (run_exec / exec_runner), "
             f"got {type(data).__name__}"
         )
 

@@ -13,7 +13,6 @@ result (messages, termination, model calls, undelivered messages), the requests 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import threading
 import time
@@ -22,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from openprogram import RunInfo, run_sync
 from openprogram.cancel import CancelToken
 from openprogram.events import AgentEnd, AgentEvent, MessageEnd
 from openprogram.loop import (
@@ -82,6 +82,10 @@ class LoopTrace:
     tool_names: list[str] | None = None
     system_prompt: str | None = None
     handed_over: list[Delivery] | None = None
+    # The ``Runtime`` run this trace records (``None`` for a bare loop run) and its tool path
+    # (``()`` for the outermost run; see ``openprogram_testing.tree``).
+    run: RunInfo | None = None
+    path: tuple[str, ...] = ()
     # When each event arrived (``time.perf_counter()`` seconds, parallel to ``events``) and
     # what the transport did underneath (cassette interactions, injected faults): the HTML
     # report shows durations and marks those at the event where they happened.
@@ -264,8 +268,6 @@ async def run_loop(
         async for event in stream:
             events.append(event)
             times.append(clock())
-            if schedule is not None:
-                schedule.observe(event)
     except BaseException as exc:  # re-raised below, once the trace exists
         failure = exc
     finally:
@@ -301,29 +303,9 @@ def run_loop_sync(
     prompts: Sequence[UserMessage | str] | UserMessage | str,
     **kwargs: Any,
 ) -> LoopTrace:
-    """``run_loop`` for synchronous code.  Inside a running event loop (an async test) it runs
-    the loop on a helper thread instead of failing; prefer ``await run_loop(...)`` there."""
-    try:
-        asyncio.get_running_loop()
-        in_loop = True
-    except RuntimeError:
-        in_loop = False
-    if not in_loop:
-        return asyncio.run(run_loop(provider, prompts, **kwargs))
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["trace"] = asyncio.run(run_loop(provider, prompts, **kwargs))
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="openprogram-run-loop", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["trace"]  # type: ignore[no-any-return]
+    """``run_loop`` for synchronous code, through ``openprogram.run_sync`` (safe inside a running
+    event loop too; prefer ``await run_loop(...)`` in async code)."""
+    return run_sync(lambda: run_loop(provider, prompts, **kwargs))
 
 
 # -- announcing finished traces ------------------------------------------------------------------

@@ -210,8 +210,8 @@ def test_configure_chains_an_existing_hook_and_records_its_messages() -> None:
     stream = agent_loop("hi", AgentContext(), config)
 
     async def drive() -> None:
-        async for event in stream:
-            schedule.observe(event)
+        async for _ in stream:
+            pass  # the schedule needs no events: the loop's poll point says where it polls
 
     import asyncio
 
@@ -222,18 +222,51 @@ def test_configure_chains_an_existing_hook_and_records_its_messages() -> None:
     assert provider.requests[1].messages[-1].text == "from the app"
 
 
-def test_a_schedule_that_sees_no_events_fails_clearly() -> None:
-    provider = ScriptedProvider(["a"])
-    schedule = SteeringSchedule().before_round(0, "x")
+def test_a_schedule_on_a_bare_agent_loop_needs_no_event_feed() -> None:
+    provider = ScriptedProvider(
+        [turn(call("add", {"a": 1, "b": 2}), call("add", {"a": 3, "b": 4})), "ok"]
+    )
+    schedule = SteeringSchedule().before_round(0, "first").after_tool(0, "stop")
     config = schedule.configure(LoopConfig(provider=provider))
+    import asyncio
+
+    async def drive() -> list[object]:
+        return [e async for e in agent_loop("hi", AgentContext(tools=[add_tool()]), config)]
+
+    asyncio.run(drive())
+    assert [(d.message.text, d.round, d.call_index) for d in schedule.delivered] == [
+        ("first", 0, None),
+        ("stop", 1, 0),
+    ]
+    assert [m.text for m in provider.requests[0].messages] == ["hi", "first"]
+    assert provider.requests[1].messages[-1].text == "stop"
+    assert provider.requests[1].messages[-2].skipped
+
+
+def test_a_poll_point_source_of_the_app_is_chained_with_its_point() -> None:
+    from openprogram import PollPoint
+
+    seen: list[PollPoint] = []
+
+    def app_source(point: PollPoint) -> list[str]:
+        seen.append(point)
+        return []
+
+    provider = ScriptedProvider(["a"])
+    schedule = SteeringSchedule()
+    config = schedule.configure(LoopConfig(provider=provider, get_steering_messages=app_source))
     import asyncio
 
     async def drive() -> None:
         async for _ in agent_loop("hi", AgentContext(), config):
-            pass  # events deliberately not fed to schedule.observe
+            pass
 
-    with pytest.raises(RuntimeError, match=r"schedule\.observe\(event\)"):
-        asyncio.run(drive())
+    asyncio.run(drive())
+    # right after the prompt, then at the end of round 0 (another round is allowed)
+    assert [(p.hook, p.round, p.call_index, p.batch_done) for p in seen] == [
+        ("steering", 0, None, False),
+        ("steering", 0, None, True),
+    ]
 
 
 @pytest.mark.parametrize(

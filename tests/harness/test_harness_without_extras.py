@@ -65,6 +65,16 @@ PROJECT = {
             trace = loop_runner("add", tools=[add])
             assert_terminated(trace, "completed")
             assert trace.final_text == "3"
+
+        async def test_async_without_any_async_plugin(scripted_provider, loop_runner):
+            import asyncio
+
+            await asyncio.sleep(0)
+            scripted_provider.add("async")
+            assert (await loop_runner.arun("hi")).final_text == "async"
+
+        async def test_async_failure_is_reported():
+            assert 1 == 2, "async tests fail like sync ones"
     """,
     "test_needs_extra.py": """
         def test_uses_a_cassette(cassette):
@@ -91,7 +101,9 @@ def test_the_plugin_loads_and_runs_a_projects_tests_without_the_extra(tmp_path: 
     result = _run(tmp_path, "-q", "--strict-markers", "-rA")
     out = result.stdout + result.stderr
     assert "Error while loading plugin" not in out and "INTERNALERROR" not in out, out
-    assert "3 passed, 2 errors" in out, out
+    assert "1 failed, 4 passed, 2 errors" in out, out
+    assert "async tests fail like sync ones" in out
+    assert "PASSED test_light_harness.py::test_async_without_any_async_plugin" in out
     assert result.returncode == 1, out
     # each failing test says what to install, and only those two fail
     assert (

@@ -88,7 +88,7 @@ def test_listeners_are_called_from_helper_threads() -> None:
         asyncio.run(inside_a_loop())
     finally:
         remove_trace_listener(listener)
-    assert seen == ["openprogram-run-loop"]
+    assert len(seen) == 1 and seen[0] != threading.main_thread().name  # run_sync's helper
 
 
 def test_event_times_and_annotations() -> None:

@@ -1,0 +1,331 @@
+"""Trace trees: run ``Runtime.exec`` and keep what every run of the loop did, nested ones too.
+
+An agent built on ``Runtime.exec`` runs the loop more than once: the outer run, one run per
+nested ``exec`` that an ``@agentic_function`` starts from inside a tool call, and one per ask of a
+``choices=`` decision.  ``run_exec`` runs ``Runtime.aexec`` and returns a ``TraceTree``: the
+outer run's ``LoopTrace`` plus one child per nested run, each linked to the tool call that
+started it (``tool_call_id``, ``tool_name``, ``depth``)::
+
+    tree = await run_exec(runtime, "summarise these cities", tools=[summarize_cities])
+    tree.trace.termination                  # the outer run
+    tree["summarize_cities"].final_text     # the run started by its summarize_cities call
+    print(tree.timeline())                  # nested runs as indented lanes
+
+A nested run is addressed by the path of tool names that led to it (``"plan/summarize_cities"``
+or ``("plan", "summarize_cities")``); ``SteeringSchedule`` entries take the same paths.  Events
+come from the runtime's public run observer (``Runtime.observe``), so the runs never interleave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram import RunInfo, run_sync
+from openprogram.events import AgentEvent, MessageEnd, MessageStart, TurnStart
+from openprogram.loop import effective_cap
+from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
+
+from .render import render_snapshot, render_timeline
+from .scripted import ModelRequest
+from .steering import Delivery, DeliveryKind, RunLike, RunPath, SteeringSchedule, run_path
+from .trace import LoopTrace, announce_trace
+
+CHOICES_STEP = ":choices"
+"""The path step of a ``choices=`` ask (``tree[":choices"]``): not a tool name, so it never
+clashes with one."""
+
+
+@dataclass(eq=False)
+class TraceTree:
+    """One run of the loop and the runs nested in it.
+
+    ``trace`` is the run's ``LoopTrace``; ``run`` its ``RunInfo``; ``children`` the runs started
+    inside it, in the order they started (nested ``exec`` runs, then ``choices=`` asks).  The
+    root also holds what ``exec`` returned (``result``) or raised (``exception``).
+    """
+
+    trace: LoopTrace
+    run: RunInfo
+    children: list[TraceTree] = field(default_factory=list)
+    parent: TraceTree | None = field(default=None, repr=False)
+    result: Any = None
+    exception: BaseException | None = None
+
+    # -- where this run sits ---------------------------------------------------------------
+    @property
+    def tool_call_id(self) -> str | None:
+        """The id of the parent's tool call that started this run (``None`` at the root)."""
+        return self.run.tool_call_id
+
+    @property
+    def tool_name(self) -> str | None:
+        return self.run.tool_name
+
+    @property
+    def depth(self) -> int:
+        return self.run.depth
+
+    @property
+    def kind(self) -> str:
+        return self.run.kind
+
+    @property
+    def path(self) -> RunPath:
+        """The tool names that led here (``()`` for the root)."""
+        return self.trace.path
+
+    @property
+    def label(self) -> str:
+        """``outermost run`` or ``run summarize_cities (call call_1, depth 1)``."""
+        if self.parent is None:
+            return "outermost run"
+        where = "/".join(self.path)
+        if self.kind != "exec":
+            return f"{self.kind} run of {'/'.join(self.parent.path) or 'the outermost run'}"
+        return f"run {where} (call {self.tool_call_id}, depth {self.depth})"
+
+    # -- the outer run's results, for convenience -------------------------------------------
+    @property
+    def termination(self) -> str:
+        return self.trace.termination
+
+    @property
+    def final_text(self) -> str:
+        return self.trace.final_text
+
+    # -- walking and addressing -------------------------------------------------------------
+    def walk(self) -> Iterator[TraceTree]:
+        """This run and every run nested in it, depth first, in start order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    @property
+    def runs(self) -> list[TraceTree]:
+        return list(self.walk())
+
+    @property
+    def traces(self) -> list[LoopTrace]:
+        return [node.trace for node in self.walk()]
+
+    def find_all(self, run: RunLike) -> list[TraceTree]:
+        """Every run at ``run`` (a tool called twice starts two runs at the same path)."""
+        want = run_path(run)
+        return [node for node in self.walk() if node.path == want]
+
+    def find(self, run: RunLike) -> TraceTree | None:
+        """The first run at ``run`` (see ``find_all``), or ``None``."""
+        found = self.find_all(run)
+        return found[0] if found else None
+
+    def __getitem__(self, run: RunLike) -> TraceTree:
+        node = self.find(run)
+        if node is None:
+            known = ", ".join(repr("/".join(n.path)) for n in self.walk() if n.path) or "none"
+            raise KeyError(f"no run at {'/'.join(run_path(run))!r}; nested runs: {known}")
+        return node
+
+    # -- rendering ----------------------------------------------------------------------------
+    def timeline(self, *, color: bool = False) -> str:
+        return render_timeline(self, color=color)
+
+    def snapshot_text(self) -> str:
+        return render_snapshot(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"TraceTree({self.label}, termination={self.trace.termination!r}, "
+            f"runs={len(self.runs)})"
+        )
+
+
+class _Recorder:
+    """The run observer: every event of every run, grouped by run, plus what the runtime's
+    steering queues held (a message taken from them is handed over, not a stray user message)."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+        self.order: list[str] = []
+        self.infos: dict[str, RunInfo] = {}
+        self.events: dict[str, list[AgentEvent]] = {}
+        self.requests: dict[str, list[ModelRequest]] = {}
+        recorded = getattr(runtime.provider, "requests", None)
+        self.provider_requests: list[Any] | None = recorded if isinstance(recorded, list) else None
+        self.queued: dict[int, str] = {}  # id(message) -> "steering" / "follow_up"
+
+    def __call__(self, info: RunInfo, event: AgentEvent) -> None:
+        run_id = info.run_id
+        events = self.events.get(run_id)
+        if events is None:
+            events = self.events[run_id] = []
+            self.infos[run_id] = info
+            self.order.append(run_id)
+            self.requests[run_id] = []
+        events.append(event)
+        if (
+            self.provider_requests
+            and type(event) is MessageStart
+            and isinstance(event.message, AssistantMessage)
+        ):
+            # The model call that produced this message is the provider's latest request: runs
+            # nest inside tool calls, never beside each other, so requests arrive in run order.
+            self.requests[run_id].append(self.provider_requests[-1])
+        if info.depth == 0 and info.kind == "exec":
+            for m in self.runtime.queued_steering:
+                self.queued[id(m)] = "steering"
+            for m in self.runtime.queued_follow_ups:
+                self.queued[id(m)] = "follow_up"
+
+
+async def run_exec(
+    runtime: Any,
+    content: str | UserMessage | Sequence[str | UserMessage],
+    *,
+    schedule: SteeringSchedule | None = None,
+    raises: bool = True,
+    **exec_kwargs: Any,
+) -> TraceTree:
+    """Run ``runtime.aexec(content, **exec_kwargs)`` and return the ``TraceTree`` of its runs.
+
+    ``schedule`` steers any run of it (entries name nested runs by tool path).  What ``aexec``
+    returns is ``tree.result``.  If it raises, the exception is re-raised with the tree's
+    timeline attached as a note, or, with ``raises=False``, kept in ``tree.exception``.
+    Every run's trace is announced to the trace listeners.
+    """
+    recorder = _Recorder(runtime)
+    sched = schedule if schedule is not None else SteeringSchedule()
+    already = len(sched.delivered)
+    detach = sched.attach(runtime)
+    result: Any = None
+    failure: BaseException | None = None
+    try:
+        with runtime.observe(recorder):
+            result = await runtime.aexec(content, **exec_kwargs)
+    except BaseException as exc:  # re-raised below, once the tree exists
+        failure = exc
+    finally:
+        detach()
+    cap = effective_cap(exec_kwargs.get("max_iterations"))
+    tree = _build(recorder, sched, sched.delivered[already:], runtime, cap)
+    if tree is None:  # aexec failed before its first run started (bad arguments)
+        assert failure is not None
+        raise failure
+    tree.result = result
+    tree.exception = failure
+    for node in tree.walk():
+        announce_trace(node.trace)
+    if failure is not None and raises:
+        try:
+            failure.add_note("runs timeline:\n" + render_timeline(tree))
+        except Exception:
+            pass
+        raise failure
+    return tree
+
+
+def run_exec_sync(
+    runtime: Any,
+    content: str | UserMessage | Sequence[str | UserMessage],
+    **kwargs: Any,
+) -> TraceTree:
+    """``run_exec`` for synchronous code (through ``openprogram.run_sync``)."""
+    return run_sync(lambda: run_exec(runtime, content, **kwargs))
+
+
+def _build(
+    recorder: _Recorder,
+    schedule: SteeringSchedule,
+    delivered: Sequence[Delivery],
+    runtime: Any,
+    cap: int,
+) -> TraceTree | None:
+    nodes: dict[str, TraceTree] = {}
+    root: TraceTree | None = None
+    for run_id in recorder.order:
+        info = recorder.infos[run_id]
+        parent = nodes.get(info.parent_id) if info.parent_id is not None else None
+        if parent is None:
+            path: RunPath = ()
+        elif info.kind != "exec":
+            path = (*parent.path, CHOICES_STEP)
+        else:
+            path = (*parent.path, info.tool_name or "?")
+        events = recorder.events[run_id]
+        handed = [d for d in delivered if d.run is not None and d.run.run_id == run_id]
+        handed.extend(_from_queues(events, recorder.queued, handed, info))
+        trace = LoopTrace.from_events(
+            events,
+            cap=cap if parent is None else effective_cap(None),
+            steering_mode=runtime.steering_mode,
+            schedule=schedule,
+            prompts=_prompts(events, handed),
+            requests=recorder.requests[run_id] if recorder.provider_requests is not None else None,
+        )
+        trace.handed_over = handed
+        trace.system_prompt = runtime.system_prompt
+        trace.run = info
+        trace.path = path
+        node = TraceTree(trace, info, parent=parent)
+        nodes[run_id] = node
+        if parent is None:
+            root = root or node
+        else:
+            parent.children.append(node)
+    return root
+
+
+def _prompts(events: Sequence[AgentEvent], handed: Sequence[Delivery]) -> list[UserMessage]:
+    """The run's prompts: the user messages that open round 0 and were not handed over."""
+    ids = {id(d.message) for d in handed}
+    out: list[UserMessage] = []
+    turns = 0
+    for e in events:
+        if type(e) is TurnStart:
+            turns += 1
+            if turns > 1:
+                break
+        elif type(e) is MessageEnd:
+            if not isinstance(e.message, UserMessage):
+                break
+            if id(e.message) not in ids:
+                out.append(e.message)
+    return out
+
+
+def _from_queues(
+    events: Sequence[AgentEvent],
+    queued: dict[int, str],
+    handed: Sequence[Delivery],
+    info: RunInfo,
+) -> list[Delivery]:
+    """Deliveries of messages the run took from the runtime's ``steer``/``follow_up`` queues."""
+    if not queued:
+        return []
+    known = {id(d.message) for d in handed}
+    out: list[Delivery] = []
+    round_no = -1
+    first_skipped: int | None = None  # in the round before: steering taken mid-batch
+    previous_skip: int | None = None
+    results = 0
+    for e in events:
+        if type(e) is TurnStart:
+            round_no += 1
+            results = 0
+            previous_skip, first_skipped = first_skipped, None
+        elif type(e) is MessageEnd and isinstance(e.message, ToolResultMessage):
+            if e.message.skipped and first_skipped is None:
+                first_skipped = results
+            results += 1
+        elif type(e) is MessageEnd and isinstance(e.message, UserMessage):
+            kind = queued.get(id(e.message))
+            if kind is not None and id(e.message) not in known:
+                hook: DeliveryKind = "follow_up" if kind == "follow_up" else "steering"
+                # Taken right after the call before the first skipped one, if calls were skipped.
+                index = previous_skip - 1 if hook == "steering" and previous_skip else None
+                out.append(Delivery(e.message, hook, None, round_no, index, None, info, ()))
+    return out
+
+
+__all__ = ["CHOICES_STEP", "TraceTree", "run_exec", "run_exec_sync"]
