@@ -3,7 +3,7 @@
 Why not ``pydantic.BaseModel``: the loop builds about twenty messages and events per round, and
 on the benchmark machine a ``BaseModel`` costs 2-4 µs to construct (validation) against ~0.5 µs
 for a slotted dataclass; ``import pydantic`` alone also costs more than the whole import-time
-budget of ``openprogram`` (issue #8).  So the types are plain ``@dataclass(slots=True)`` classes
+budget of ``openprogram``.  So the types are plain ``@dataclass(slots=True)`` classes
 and pydantic comes in only when a value crosses a boundary.  Fields may be given by keyword (as
 with pydantic) or in declaration order; the ``type``/``role`` tag is keyword-only with its
 default, so it is never passed by accident.  The hot path passes fields positionally because a

@@ -1,4 +1,4 @@
-"""Provider stream events, loop events, and the async event stream that carries them (SPEC §2).
+"""Provider stream events, loop events, and the async event stream that carries them.
 
 Events are small slotted dataclasses with pydantic's model API (see ``openprogram._model``), built
 once and never copied; treat them as immutable (they are not frozen because a frozen dataclass

@@ -1,4 +1,4 @@
-"""``@function`` and ``@agentic_function``: Python functions as tools (SPEC §6).
+"""``Function``: a Python function as a tool (the decorators that make one are in ``registry``).
 
 The decorators wrap a function in a ``Function``: still callable exactly as before (same
 signature, same result, sync or async), registered in one shared registry, and carrying the
@@ -47,7 +47,7 @@ def _no_titles() -> type[Any]:
     """Pydantic's schema generator without the auto-generated per-field ``title`` noise.
 
     Pydantic is imported here, when the first tool schema is built, not at ``import
-    openprogram`` (its import alone would exceed the import-time budget of issue #8)."""
+    openprogram`` (its import alone would exceed the import-time budget)."""
     from pydantic.json_schema import GenerateJsonSchema
 
     class NoTitles(GenerateJsonSchema):

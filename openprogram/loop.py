@@ -209,7 +209,7 @@ async def _run_loop(
 
                 # -- 1. stream one assistant message into the history ------------------------
                 # Inline, not a helper generator: a generator per round plus a hop per event
-                # measured ~6% of a round (issue #8).  A provider that raises, a stream without a
+                # measured ~6% of a round.  A provider that raises, a stream without a
                 # terminal event and cancellation all become an ``error``/``aborted`` message
                 # here, so everything below has one path for every failure.
                 if cancel is not None and cancel.is_set():

@@ -1,10 +1,10 @@
-"""The data model: content blocks, the three messages, stop reasons and usage (SPEC §2).
+"""The data model: content blocks, the three messages, stop reasons and usage.
 
 Every type is a slotted dataclass with pydantic's model API (``openprogram._model``):
 ``model_validate``/``model_validate_json`` validate through pydantic and ``model_dump``/
 ``model_dump_json`` serialise, so every type round-trips through JSON.  Constructors do not
 validate: the loop builds several messages per round and pydantic construction was most of the
-per-round cost (issue #8).  Content blocks and messages are deliberately *not* frozen: a provider
+per-round cost.  Content blocks and messages are deliberately *not* frozen: a provider
 streams into one ``AssistantMessage`` in place (appending blocks, growing text), exactly as pi's
 faux provider does, so each delta costs O(1) and the loop never copies a message or the history.
 Treat a message as immutable once its ``message_end`` event has been emitted.

@@ -1,4 +1,4 @@
-"""The provider contract (SPEC §3) and the one helper every provider uses to emit events.
+"""The provider contract and the one helper every provider uses to emit events.
 
 A provider is anything with ``stream(model, context, options)`` returning an async iterator of
 ``AssistantMessageEvent``.  It must never raise for API or transport failures: it ends the stream
