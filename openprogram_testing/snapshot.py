@@ -2,7 +2,8 @@
 
 Each snapshot is its own file, ``__snapshots__/<test module>/<test name>.trace.txt``, holding
 ``render_snapshot(trace)``: one line per event, indented per round, ids/usage/timestamps
-normalised (see ``openprogram_testing.render``).  One file per snapshot means pytest-xdist
+normalised (see ``openprogram_testing.render``).  File names are
+unique and length-safe (``safe_stem``).  One file per snapshot means pytest-xdist
 workers never write the same file, so ``--snapshot-update -n 2`` neither loses nor corrupts
 snapshots (syrupy merges the workers' reports on the controller before cleaning up).
 
@@ -14,13 +15,44 @@ snapshots (syrupy merges the workers' reports on the controller before cleaning 
 
 from __future__ import annotations
 
+import hashlib
+import re
+import unicodedata
+from pathlib import Path
 from typing import Any
 
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
+from syrupy.types import SnapshotIndex
 
 from .render import render_snapshot
 from .trace import LoopTrace
 from .tree import TraceTree
+
+STEM_BUDGET = 150
+"""Most UTF-8 bytes a snapshot file stem takes (file systems allow 255 bytes per name, some
+encrypted ones about 143): long test ids are cut and get a hash suffix."""
+
+_UNSAFE = frozenset('\\/?*:|"<>')
+_INDEX = re.compile(r"(\.\d+|\[[^\[\]]*\])$")
+
+
+def safe_stem(name: str, budget: int = STEM_BUDGET) -> str:
+    """A file stem for the test id ``name``, unique and at most ``budget`` UTF-8 bytes.
+
+    Characters no file system accepts (``/ \\ : * ? " < > |`` and control characters) are
+    dropped; when that changed the id, or it is too long, a short hash of the whole id is
+    appended (``test_x[ab]-1a2b3c4d``), so ``a/b`` and ``ab``, or two long ids that share a
+    prefix, never share a file.
+    """
+    clean = "".join(
+        c for c in name if c not in _UNSAFE and not unicodedata.category(c).startswith("C")
+    )
+    if clean == name and len(clean.encode("utf-8")) <= budget:
+        return clean
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    head = clean.encode("utf-8")[: budget - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}-{digest}"
 
 
 class TraceSnapshotExtension(SingleFileSnapshotExtension):
@@ -29,6 +61,37 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
 
     _write_mode = WriteMode.TEXT
     file_extension = "trace.txt"
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: PyTestLocation, index: SnapshotIndex = 0) -> str:
+        """``safe_stem`` of the test id, then the assertion index (``.1``, ``[name]``)."""
+        if isinstance(index, str):
+            suffix = f"[{safe_stem(index, 40)}]"
+        else:
+            suffix = f".{index}" if index else ""
+        return safe_stem(test_location.snapshot_name) + suffix
+
+    @classmethod
+    def matches_test_location(
+        cls, *, test_location: PyTestLocation, snapshot_location: str
+    ) -> bool:
+        """Claim this test's files (a hashed name included), so an update never deletes them
+        as unused."""
+        if super().matches_test_location(
+            test_location=test_location, snapshot_location=snapshot_location
+        ):
+            return True
+        path = Path(snapshot_location)
+        if path.parent.name != test_location.basename:
+            return False
+        if not test_location.matches_snapshot_site(snapshot_location):
+            return False
+        suffix = f".{cls.file_extension}"
+        if not path.name.endswith(suffix):
+            return False
+        stem = path.name[: -len(suffix)]
+        expected = safe_stem(test_location.snapshot_name)
+        return stem == expected or _INDEX.sub("", stem) == expected
 
     def serialize(self, data: Any, **kwargs: Any) -> str:
         if isinstance(data, LoopTrace | TraceTree):
@@ -42,4 +105,4 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         )
 
 
-__all__ = ["TraceSnapshotExtension"]
+__all__ = ["STEM_BUDGET", "TraceSnapshotExtension", "safe_stem"]
