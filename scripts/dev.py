@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Set up a local virtualenv and run the project's two jobs.
 
-    python3 scripts/dev.py run     # install, then run the bundled scenarios offline
+    python3 scripts/dev.py run     # install, run the bundled scenarios offline, write their report
     python3 scripts/dev.py test    # install, then run the whole test suite
+
+``run`` writes the HTML report of the scenarios' runs (with their loop-behaviour coverage) to
+``build/report/scenarios.html`` and prints its path.
 
 Only the standard library is used here, so this works on a fresh machine with Python >= 3.11 and
 pip.  The virtualenv lives in ``.venv`` and is reused; installation is skipped when
@@ -23,6 +26,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".installed"
+REPORT = ROOT / "build" / "report" / "scenarios.html"
 
 
 def ensure_env() -> None:
@@ -51,10 +55,19 @@ def main(argv: list[str]) -> int:
     if job == "setup":
         return 0
     if job == "run":
-        cmd = [str(BIN / "openprogram-testing"), "run", "scenarios/", *rest]
-    else:
-        cmd = [str(PY), "-m", "pytest", "-q", *rest]
+        cmd = [str(BIN / "openprogram-testing"), "run", "scenarios/", *run_options(), *rest]
+        code = subprocess.call(cmd, cwd=ROOT)
+        if REPORT.is_file():
+            print(f"report of the bundled scenarios: {REPORT}", flush=True)
+        return code
+    cmd = [str(PY), "-m", "pytest", "-q", *rest]
     return subprocess.call(cmd, cwd=ROOT)
+
+
+def run_options() -> list[str]:
+    """What ``run`` adds to ``openprogram-testing run scenarios/``: the HTML report and the
+    loop-behaviour coverage table."""
+    return ["--html", str(REPORT), "--coverage"]
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The ``openprogram-testing`` command: run (report, JUnit XML, -k, workers, exit codes),
-validate, schema, show (scenario, result JSON, trace JSON, cassette), record and emulator guards.
-Errors are clean messages with exit codes, never tracebacks."""
+"""The ``openprogram-testing`` command: run (on pytest: report, JUnit XML, -k, xdist workers,
+HTML report, coverage, exit codes), validate, schema, show (scenario, result JSON, trace JSON,
+cassette), record and emulator guards, and the install line without the testing extra.  Errors
+are clean messages with exit codes, never tracebacks."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.cli import main, matches
+from openprogram_testing.cli import main
+from openprogram_testing.commands import pytest_args
 from openprogram_testing.scenarios import run_scenario, scenario_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,11 +73,34 @@ def test_run_exit_zero_when_all_pass(suite: Path, capsys) -> None:
     assert "PASSED alpha" in out and "agent_end termination=completed" in out  # -v timelines
 
 
-def test_keyword_filter() -> None:
-    assert matches("alpha", "alpha", "scenario_alpha.yaml")
-    assert matches("ALPHA or beta", "beta")
-    assert not matches("alpha and not scenario_", "alpha", "scenario_alpha.yaml")
-    assert matches(None, "x")
+def test_keyword_filter_is_pytests(suite: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "run", str(suite), "-k", "alpha or beta")
+    assert code == 0 and "2 passed in" in out
+    code, out, _ = cli(capsys, "run", str(suite), "-k", "scenario_gamma")  # by file name too
+    assert code == 1 and "0 passed, 1 failed in" in out
+
+
+def test_pytest_command_line() -> None:
+    files = [Path("s/scenario_a.yaml"), Path("s/other.yaml")]
+    args = pytest_args(
+        files,
+        keyword="a",
+        workers=2,
+        junit_xml=Path("j.xml"),
+        html=Path("r.html"),
+        coverage=True,
+        fail_under=80,
+        update_snapshots=True,
+    )
+    assert args[:2] == ["s/scenario_a.yaml", "s/other.yaml"]
+    assert args[args.index("-o") + 1] == "openprogram_scenarios=other.yaml"
+    for expected in (["-k", "a"], ["-n", "2"], ["-p", "no:terminal"]):
+        i = args.index(expected[0], args.index(expected[0]))
+        assert expected[1] in args[i:]
+    assert "--junitxml=j.xml" in args and "--openprogram-html=r.html" in args
+    assert "--openprogram-coverage" in args and "--openprogram-coverage-fail-under=80" in args
+    assert "--snapshot-update" in args
+    assert "-n" not in pytest_args(files)
 
 
 def test_run_with_nothing_to_run_is_a_usage_error(suite: Path, capsys) -> None:
@@ -85,6 +110,10 @@ def test_run_with_nothing_to_run_is_a_usage_error(suite: Path, capsys) -> None:
     code, _, err = cli(capsys, "run", str(suite / "missing"))
     assert code == 2
     assert f"error: no such file or directory: {suite / 'missing'}" in err
+    empty = suite / "empty"
+    empty.mkdir()
+    code, _, err = cli(capsys, "run", str(empty))
+    assert code == 2 and f"error: no scenario files found in {empty}" in err
 
 
 def test_run_invalid_file_is_reported_with_its_position(suite: Path, capsys) -> None:
@@ -97,6 +126,7 @@ def test_run_invalid_file_is_reported_with_its_position(suite: Path, capsys) -> 
 
 
 def test_junit_xml_report(suite: Path, capsys, tmp_path: Path) -> None:
+    """pytest's own JUnit writer: one testcase per scenario, failures with their report."""
     (suite / "scenario_delta.yaml").write_text(INVALID)
     report = tmp_path / "out" / "junit.xml"
     code, out, _ = cli(capsys, "run", str(suite), "--junit-xml", str(report))
@@ -105,25 +135,67 @@ def test_junit_xml_report(suite: Path, capsys, tmp_path: Path) -> None:
     root = ET.parse(report).getroot()
     (testsuite,) = root.findall("testsuite")
     assert testsuite.attrib["tests"] == "4"
-    assert testsuite.attrib["failures"] == "1"
-    assert testsuite.attrib["errors"] == "1"
+    assert testsuite.attrib["failures"] == "2"
     cases = {c.attrib["name"]: c for c in testsuite.findall("testcase")}
-    assert set(cases) == {"alpha", "beta", "gamma", "scenario_delta.yaml"}
+    assert set(cases) == {"alpha", "beta", "gamma", "delta"}
     assert cases["alpha"].find("failure") is None and cases["alpha"].find("error") is None
     failure = cases["gamma"].find("failure")
     assert failure is not None
-    assert failure.attrib["message"] == "expect.final_text: expected 'goodbye', got 'hello'"
+    assert "expect.final_text: expected 'goodbye', got 'hello'" in (failure.text or "")
     assert "timeline:" in (failure.text or "")
-    error = cases["scenario_delta.yaml"].find("error")
-    assert error is not None and "4:23: expect.termination" in (error.text or "")
-    assert cases["gamma"].attrib["file"].endswith("scenario_gamma.yaml")
+    invalid = cases["delta"].find("failure")
+    assert invalid is not None and "4:23: expect.termination" in (invalid.text or "")
+    assert cases["gamma"].attrib["classname"].endswith("scenario_gamma.yaml")
 
 
-def test_parallel_workers_give_the_same_report(suite: Path, capsys) -> None:
-    code, out, _ = cli(capsys, "run", str(suite), "-n", "2")
+def test_parallel_workers_give_the_same_report(suite: Path, tmp_path: Path) -> None:
+    """-n is pytest-xdist: the same table, failures and results from worker processes (run as
+    the console script, since xdist workers are subprocesses)."""
+    exe = Path(sys.executable).with_name("openprogram-testing")
+    results = tmp_path / "results"
+    done = subprocess.run(
+        [str(exe), "run", str(suite), "-n", "2", "--results-dir", str(results), "-v"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 passed, 1 failed in" in done.stdout
+    assert "expect.final_text: expected 'goodbye', got 'hello'" in done.stdout
+    assert "PASSED alpha" in done.stdout and "agent_end termination=completed" in done.stdout
+    assert json.loads((results / "scenario_gamma.result.json").read_text())["passed"] is False
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_html_report_and_coverage(suite: Path, capsys, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    code, out, _ = cli(capsys, "run", str(suite), "--html", str(html), "--coverage")
     assert code == 1
-    assert "2 passed, 1 failed in" in out
-    assert "expect.final_text: expected 'goodbye', got 'hello'" in out
+    assert f"HTML report written to {html}" in out
+    assert "loop-behaviour coverage: " in out and "never exercised:" in out
+    page = html.read_text()
+    assert "scenario_gamma.yaml::gamma" in page and "expected 'goodbye'" in page
+    code, out, _ = cli(capsys, "run", str(suite), "-k", "not gamma", "--coverage-fail-under", "99")
+    assert code == 1
+    assert "FAIL: loop-behaviour coverage" in out and "is below the required 99 %" in out
+    assert "2 passed in" in out
+
+
+def test_without_the_testing_extra_the_install_line_is_printed() -> None:
+    """With only openprogram installed, the command says what to install (no traceback)."""
+    code = (
+        "import sys\n"
+        "for name in ('typer', 'yaml', 'rich'):\n"
+        "    sys.modules[name] = None\n"
+        "from openprogram_testing.cli import main\n"
+        "sys.exit(main(['run', 'scenarios/']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: openprogram-testing needs the testing extra (typer, rich, PyYAML not "
+        'installed); install it with: pip install "openprogram[testing]"\n'
+    )
 
 
 def test_update_snapshots_writes_then_passes(tmp_path: Path, capsys) -> None:
@@ -217,10 +289,10 @@ def test_record_refuses_without_api_keys(tmp_path: Path, capsys, monkeypatch) ->
     code, _, err = cli(capsys, "record", str(path), "--out", str(tmp_path / "c.yaml"))
     assert code == 2
     assert "needs a real API key: set OPENAI_API_KEY in the environment" in err
-    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--provider", "anthropic")
+    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--api", "anthropic")
     assert code == 2 and "ANTHROPIC_API_KEY" in err
-    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--provider", "gemini")
-    assert code == 2 and "unknown provider 'gemini'" in err
+    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--api", "openai")
+    assert code == 2 and "unknown API 'openai'; use one of openai_chat, " in err
     assert not (tmp_path / "c.yaml").exists()
 
 

@@ -1,0 +1,582 @@
+"""The commands of ``openprogram-testing`` (the entry point, with its clean errors and exit
+codes, is ``openprogram_testing.cli``).
+
+    openprogram-testing run scenarios/ [-k EXPR] [-n WORKERS] [--junit-xml FILE] [--html FILE]
+    openprogram-testing validate scenarios/
+    openprogram-testing schema
+    openprogram-testing show FILE        # a scenario, a result/trace JSON, or a cassette YAML
+    openprogram-testing record SCENARIO --api openai_chat --out cassette.yaml
+    openprogram-testing emulator [--port N]
+
+``run`` hands the scenario files to pytest (the plugin's YAML collector runs them), so ``-n`` is
+pytest-xdist and ``--junit-xml`` is pytest's JUnit writer; the rich progress bar and table are a
+pytest reporter plugin (``openprogram_testing.report.terminal``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .scenarios import (
+    SCENARIO_PATTERNS,
+    Scenario,
+    ScenarioError,
+    is_scenario_file,
+    load_scenario,
+    run_scenario,
+    scenario_json_schema,
+)
+
+app = typer.Typer(
+    name="openprogram-testing",
+    help="Run, validate and inspect OpenProgram loop scenarios.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class UsageProblem(Exception):
+    """Bad command-line input: printed as ``error: …``, exit code 2."""
+
+
+# -- discovery --------------------------------------------------------------------------------
+
+
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Scenario files named on the command line (any YAML file) or found under directories
+    (files matching ``SCENARIO_PATTERNS``), sorted, without duplicates."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and is_scenario_file(p) and "__snapshots__" not in p.parts
+                )
+            )
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageProblem(f"no such file or directory: {path}")
+    unique: dict[Path, None] = {}
+    for p in found:
+        unique.setdefault(p, None)
+    return list(unique)
+
+
+# -- run: scenarios through pytest -------------------------------------------------------------
+
+
+def pytest_args(
+    files: list[Path],
+    *,
+    keyword: str | None = None,
+    workers: int = 1,
+    junit_xml: Path | None = None,
+    html: Path | None = None,
+    coverage: bool = False,
+    fail_under: float | None = None,
+    update_snapshots: bool = False,
+) -> list[str]:
+    """The pytest command line that runs ``files`` as ``run`` was asked to."""
+    args = [str(f) for f in files]
+    # Files named explicitly are scenarios whatever their name: let the collector take them.
+    extra = sorted({f.name for f in files if not is_scenario_file(f)})
+    if extra:
+        args += ["-o", "openprogram_scenarios=" + "\n".join(extra)]
+    args += ["-p", "no:terminal", "-p", "no:cacheprovider", "--openprogram-scenario-details"]
+    # Deprecation notices of other plugins' configuration are not about the scenarios.
+    args += ["-W", "ignore::pytest.PytestDeprecationWarning"]
+    if keyword:
+        args += ["-k", keyword]
+    if workers > 1:
+        args += ["-n", str(workers), "-p", "xdist"]
+    if junit_xml is not None:
+        args.append(f"--junitxml={junit_xml}")
+    if html is not None:
+        args.append(f"--openprogram-html={html}")
+    if coverage:
+        args.append("--openprogram-coverage")
+    if fail_under is not None:
+        args.append(f"--openprogram-coverage-fail-under={fail_under:g}")
+    if update_snapshots:
+        args.append("--snapshot-update")
+    return args
+
+
+@app.command()
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="Scenario files or directories.")],
+    keyword: Annotated[
+        str | None, typer.Option("-k", help="Only scenarios matching this pytest -k expression.")
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("-n", "--workers", min=1, help="Run on N pytest-xdist workers.")
+    ] = 1,
+    junit_xml: Annotated[
+        Path | None, typer.Option("--junit-xml", help="Write a JUnit XML report here.")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write the HTML report of the runs here.")
+    ] = None,
+    coverage: Annotated[
+        bool, typer.Option("--coverage", help="Print the loop-behaviour coverage table.")
+    ] = False,
+    fail_under: Annotated[
+        float | None,
+        typer.Option("--coverage-fail-under", help="Fail below this loop-behaviour coverage %."),
+    ] = None,
+    update_snapshots: Annotated[
+        bool, typer.Option("--update-snapshots", help="Write/overwrite stored snapshots.")
+    ] = False,
+    results_dir: Annotated[
+        Path | None,
+        typer.Option("--results-dir", help="Write one result JSON per scenario (for `show`)."),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Print the timeline of every scenario.")
+    ] = False,
+) -> None:
+    """Run scenarios through pytest and print a report; exit 1 if any failed."""
+    import pytest
+
+    from .report.terminal import ScenarioReporter
+
+    files = discover(paths)
+    where = ", ".join(str(p) for p in paths)
+    if not files:
+        raise UsageProblem(
+            f"no scenario files found in {where} "
+            f"(directories are searched for {', '.join(SCENARIO_PATTERNS)})"
+        )
+    if workers > 1 and not _has("xdist"):
+        raise UsageProblem("-n needs pytest-xdist: pip install pytest-xdist")
+    args = pytest_args(
+        files,
+        keyword=keyword,
+        workers=workers,
+        junit_xml=junit_xml,
+        html=html,
+        coverage=coverage,
+        fail_under=fail_under,
+        update_snapshots=update_snapshots,
+    )
+    reporter = ScenarioReporter(out, err, verbose=verbose)
+    try:
+        code = pytest.main(args, plugins=[reporter])
+    finally:
+        reporter.stop()
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        filt = f" matching -k {keyword!r}" if keyword else ""
+        raise UsageProblem(f"no scenario files{filt} found in {where}")
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) and not reporter.rows:
+        raise UsageProblem(f"pytest could not run the scenarios (exit code {int(code)})")
+    session = _session_report(reporter)
+    reporter.print_report(
+        coverage=session.coverage if session is not None and (coverage or fail_under) else None,
+        html=session.html if session is not None else None,
+    )
+    if session is not None and session.below:
+        out.print(f"[bold red]FAIL:[/] {escape(session.below)}")
+    if junit_xml is not None:
+        out.print(f"JUnit XML written to {escape(str(junit_xml))}")
+    if results_dir is not None:
+        _write_results(results_dir, reporter)
+    if code != pytest.ExitCode.OK:
+        raise typer.Exit(1)
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _session_report(reporter: Any) -> Any:
+    """The report plugin of the session ``run`` just ran (it unregisters at exit, so the
+    reporter keeps a reference as it is configured)."""
+    return getattr(reporter, "session_report", None)
+
+
+def _write_results(results_dir: Path, reporter: Any) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for row in reporter.rows.values():
+        if row.result is not None:
+            target = results_dir / f"{Path(row.path).stem}.result.json"
+            target.write_text(json.dumps(row.result, indent=2) + "\n", encoding="utf-8")
+
+
+# -- validate / schema ------------------------------------------------------------------------
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[Path], typer.Argument(help="Scenario files or directories.")],
+) -> None:
+    """Check scenario files without running them; exit 1 if any is invalid."""
+    files = discover(paths)
+    if not files:
+        raise UsageProblem("no scenario files found in " + ", ".join(str(p) for p in paths))
+    bad = 0
+    for f in files:
+        try:
+            load_scenario(f)
+        except ScenarioError as exc:
+            bad += 1
+            out.print(escape(str(exc)))
+        else:
+            out.print(f"[green]ok[/] {escape(str(f))}")
+    total = len(files)
+    if bad:
+        out.print(f"\n[bold red]{bad} of {total} scenario file(s) invalid[/]")
+        raise typer.Exit(1)
+    out.print(f"\n[bold green]{total} scenario file(s) valid[/]")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the scenario format (for editors)."""
+    sys.stdout.write(json.dumps(scenario_json_schema(), indent=2) + "\n")
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+@app.command()
+def show(
+    file: Annotated[Path, typer.Argument(help="Scenario YAML, result/trace JSON or cassette.")],
+) -> None:
+    """Render a scenario run, a result or trace JSON, or a cassette as a readable timeline."""
+    if not file.is_file():
+        raise UsageProblem(f"no such file: {file}")
+    text = file.read_text(encoding="utf-8")
+    if file.suffix == ".json":
+        out.print(escape(_show_json(file, text)))
+        return
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageProblem(f"{file}: not valid YAML: {exc}") from None
+    if isinstance(data, dict) and "interactions" in data:
+        from .cassettes import CassetteError, load_interactions
+
+        try:
+            interactions = load_interactions(file)
+        except CassetteError as exc:
+            raise UsageProblem(str(exc)) from None
+        out.print(escape(render_cassette(file, {"interactions": interactions})))
+        return
+    result = run_scenario(load_scenario(file))
+    out.print(escape(result.timeline))
+    if result.passed:
+        out.print(f"\n[green]PASSED[/] {escape(result.name)}")
+    else:
+        out.print("\n[bold red]FAILED[/] " + escape(result.failure_text.split("\ntimeline:")[0]))
+        raise typer.Exit(1)
+
+
+def _show_json(file: Path, text: str) -> str:
+    from pydantic import TypeAdapter, ValidationError
+
+    from openprogram.events import AgentEvent
+
+    from .trace import LoopTrace, render_timeline
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageProblem(f"{file}: not valid JSON: {exc}") from None
+    header = ""
+    if isinstance(data, dict) and data.get("kind") == "openprogram-scenario-result":
+        verdict = "PASSED" if data.get("passed") else "FAILED"
+        header = f"scenario {data.get('name')!r}: {verdict}\n"
+        header += "".join(f"  - {f}\n" for f in data.get("failures") or [])
+        data = data.get("trace") or {}
+    raw = data.get("events") if isinstance(data, dict) else data
+    if not isinstance(raw, list):
+        raise UsageProblem(
+            f'{file}: expected a scenario result, a trace {{"events": [...]}} or a list of events'
+        )
+    try:
+        events = TypeAdapter(list[AgentEvent]).validate_python(raw)
+    except ValidationError as exc:
+        raise UsageProblem(
+            f"{file}: the events do not validate: {exc.errors()[0]['msg']} "
+            f"at {exc.errors()[0]['loc']}"
+        ) from None
+    extra: dict[str, Any] = {}
+    if isinstance(data, dict):
+        if isinstance(data.get("cap"), int):
+            extra["cap"] = data["cap"]
+        if isinstance(data.get("steering_mode"), str):
+            extra["steering_mode"] = data["steering_mode"]
+    trace = LoopTrace.from_events(events, **extra)
+    return header + render_timeline(trace)
+
+
+def render_cassette(file: Path, data: dict[str, Any]) -> str:
+    """One block per recorded interaction: the request (model, history roles, tools, last
+    message) and the response (status and, for SSE bodies, the streamed text and tool calls)."""
+    interactions = data.get("interactions") or []
+    lines = [f"cassette {file} — {len(interactions)} interaction(s)"]
+    for i, interaction in enumerate(interactions):
+        request = interaction.get("request") or {}
+        response = interaction.get("response") or {}
+        lines.append("")
+        lines.append(f"#{i} {request.get('method', '?')} {request.get('uri', '?')}")
+        body = _json_body(request.get("body"))
+        if isinstance(body, dict):
+            lines.extend("  " + line for line in _describe_request(body))
+        status = response.get("status") or {}
+        code = status.get("code") if isinstance(status, dict) else status
+        lines.append(f"  ← {code} {status.get('message', '') if isinstance(status, dict) else ''}")
+        lines.extend("    " + line for line in _describe_response(response))
+    return "\n".join(lines)
+
+
+def _body_text(body: Any) -> str | None:
+    if isinstance(body, dict):
+        body = body.get("string")
+    if isinstance(body, bytes):
+        import gzip
+
+        if body[:2] == b"\x1f\x8b":
+            try:
+                body = gzip.decompress(body)
+            except OSError:
+                return None
+        return str(body.decode("utf-8", "replace"))
+    return body if isinstance(body, str) else None
+
+
+def _json_body(body: Any) -> Any:
+    text = _body_text(body)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _describe_request(body: dict[str, Any]) -> list[str]:
+    out = [f"model {body.get('model')!r}, stream={body.get('stream', False)}"]
+    messages = body.get("messages") or body.get("input") or []
+    if isinstance(messages, list):
+        roles = [str(m.get("role") or m.get("type")) for m in messages if isinstance(m, dict)]
+        out.append(f"history ({len(roles)}): {', '.join(roles)}")
+    tools = body.get("tools") or []
+    names = [
+        t.get("name") or (t.get("function") or {}).get("name") for t in tools if isinstance(t, dict)
+    ]
+    if names:
+        out.append(f"tools: {', '.join(str(n) for n in names)}")
+    for key in ("tool_choice", "parallel_tool_calls"):
+        if key in body:
+            out.append(f"{key}: {json.dumps(body[key])}")
+    return out
+
+
+def _describe_response(response: dict[str, Any]) -> list[str]:
+    text = _body_text(response.get("body"))
+    if text is None:
+        return ["(no body)"]
+    from .wire.sse import frame_data, frame_event, split_frames
+
+    if "data:" not in text:
+        return [_clip(text, 300)]
+    frames = split_frames(text)
+    kinds: dict[str, int] = {}
+    texts: list[str] = []
+    for frame in frames:
+        event = frame_event(frame)
+        data = frame_data(frame)
+        try:
+            payload = json.loads(data) if data and data != "[DONE]" else None
+        except ValueError:
+            payload = None
+        kind = (
+            event
+            or (payload.get("object") if isinstance(payload, dict) else None)
+            or ("[DONE]" if data == "[DONE]" else "data")
+        )
+        kinds[kind] = kinds.get(kind, 0) + 1
+        texts.extend(_fragments(payload))
+    summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
+    out = [f"{len(frames)} SSE frame(s): {summary}"]
+    joined = "".join(texts)
+    if joined:
+        out.append(f"streamed text/arguments: {_clip(joined, 300)!r}")
+    return out
+
+
+def _fragments(payload: Any) -> list[str]:
+    """Text and argument fragments of one frame, whatever the API."""
+    if not isinstance(payload, dict):
+        return []
+    out: list[str] = []
+    for choice in payload.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if isinstance(delta.get("content"), str):
+            out.append(delta["content"])
+        for call in delta.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            if fn.get("name"):
+                out.append(f"[call {fn['name']}]")
+            if isinstance(fn.get("arguments"), str):
+                out.append(fn["arguments"])
+    kind = payload.get("type")
+    if kind in ("response.output_text.delta", "response.function_call_arguments.delta"):
+        out.append(str(payload.get("delta", "")))
+    delta = payload.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict):
+        out.append(str(delta.get("text") or delta.get("partial_json") or ""))
+    block = payload.get("content_block")
+    if (
+        kind == "content_block_start"
+        and isinstance(block, dict)
+        and block.get("type") == "tool_use"
+    ):
+        out.append(f"[call {block.get('name')}]")
+    return out
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# -- record / emulator ------------------------------------------------------------------------
+
+RECORDABLE: dict[str, str] = {
+    "openai_chat": "OPENAI_API_KEY",
+    "openai_responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+"""The wire APIs ``record`` can record against, and the variable holding each one's key."""
+
+
+@app.command()
+def record(
+    scenario_file: Annotated[Path, typer.Argument(help="The scenario whose prompts/tools to use.")],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="Cassette file to write.")],
+    api: Annotated[
+        str, typer.Option("--api", help="openai_chat | openai_responses | anthropic")
+    ] = "openai_chat",
+    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
+) -> None:
+    """Record a cassette of a scenario's prompts/tools against a real provider (keys from env)."""
+    if api not in RECORDABLE:
+        raise UsageProblem(f"unknown API {api!r}; use one of {', '.join(RECORDABLE)}")
+    key = RECORDABLE[api]
+    if not os.environ.get(key):
+        raise UsageProblem(
+            f"recording against {api} needs a real API key: set {key} in the environment "
+            "(nothing was sent)"
+        )
+    scenario = load_scenario(scenario_file)
+    from openprogram.providers import guard, provider_from_env
+
+    from .cassettes import use_cassette
+    from .scenarios import build_schedule, build_tools
+    from .trace import render_timeline, run_loop_sync
+
+    adapter = provider_from_env(api)
+    default_model = {"anthropic": "claude-3-5-haiku-latest"}.get(api, "gpt-4o-mini")
+    options = scenario.options
+    with guard.allow_model_requests(True), use_cassette(out_file, record_mode="all"):
+        trace = run_loop_sync(
+            adapter,
+            scenario.prompt_list,
+            tools=build_tools(scenario, adapter, model or default_model),
+            schedule=build_schedule(scenario),
+            system_prompt=scenario.system_prompt,
+            model=model or default_model,
+            max_iterations=options.max_iterations,
+            tool_choice=_choice(scenario),
+            parallel_tool_calls=options.parallel_tool_calls,
+            steering_mode=options.steering_mode,
+            tool_timeout_s=options.tool_timeout_s,
+        )
+    out.print(escape(render_timeline(trace)))
+    out.print(
+        f"\ncassette written to {escape(str(out_file))} ({trace.model_calls} model call(s), "
+        f"termination {trace.termination})"
+    )
+
+
+def _choice(scenario: Scenario) -> Any:
+    choice: Any = scenario.options.tool_choice
+    return choice.model_dump() if hasattr(choice, "model_dump") else choice
+
+
+@app.command()
+def emulator(
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    host: Annotated[str, typer.Option("--host", help="Interface to bind.")] = "127.0.0.1",
+    reply: Annotated[
+        list[str] | None, typer.Option("--reply", help="A text reply to serve (repeatable).")
+    ] = None,
+    scenario_file: Annotated[
+        Path | None, typer.Option("--scenario", help="Serve this scenario's model script.")
+    ] = None,
+    cassette: Annotated[
+        Path | None, typer.Option("--cassette", help="Serve the responses of this cassette.")
+    ] = None,
+    echo: Annotated[
+        bool, typer.Option("--echo/--no-echo", help="Echo the last user message when out of turns.")
+    ] = True,
+) -> None:
+    """Start the loopback provider emulator for manual use (Ctrl-C stops it)."""
+    try:
+        from . import emulator as emulator_module
+    except ImportError as exc:  # pragma: no cover - the emulator ships with the harness
+        raise UsageProblem(f"the provider emulator is not available: {exc}") from None
+    if scenario_file is not None:
+        from .scenarios import build_provider
+
+        scenario = load_scenario(scenario_file)
+        if scenario.cassette is not None:
+            raise UsageProblem(f"{scenario_file} replays a cassette; use --cassette instead")
+        turns = build_provider(scenario).turns
+        try:
+            served = emulator_module.serve(
+                turns,
+                host=host,
+                port=port,
+                fallback=emulator_module.echo_responder if echo else None,
+                on_ready=lambda e: emulator_module.announce(e, lambda t: out.print(escape(t))),
+            )
+        except (OSError, ValueError) as exc:
+            raise UsageProblem(str(exc)) from None
+        out.print(f"served {len(served.requests)} request(s)")
+        return
+    code = emulator_module.main_emulator(
+        list(reply or []),
+        host=host,
+        port=port,
+        cassette=str(cassette) if cassette is not None else None,
+        echo=echo,
+        write=lambda line: out.print(escape(line)),
+    )
+    if code:
+        raise typer.Exit(code)
+
+
+__all__ = ["SCENARIO_PATTERNS", "UsageProblem", "app", "discover", "pytest_args",
+           "render_cassette"]  # fmt: skip

@@ -1,0 +1,173 @@
+"""The terminal reporter of ``openprogram-testing run``: a rich progress bar while pytest runs
+the scenarios, then one table row per scenario, the failures, and (when asked) the loop-behaviour
+coverage and the HTML report's path.
+
+It is a pytest plugin object handed to ``pytest.main`` in place of pytest's own terminal
+reporter, so a run on pytest-xdist workers reports exactly like a serial one: everything it
+shows arrives on the test reports (``--openprogram-scenario-details``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+
+@dataclass
+class Row:
+    """One scenario's outcome as the table shows it."""
+
+    nodeid: str
+    name: str
+    path: str
+    passed: bool = True
+    invalid: bool = False
+    failure: str = ""
+    termination: str | None = None
+    model_calls: int | None = None
+    duration_s: float = 0.0
+    snapshot_written: bool = False
+    timeline: str = ""
+    result: dict[str, Any] | None = None
+    done: bool = False
+
+
+@dataclass
+class ScenarioReporter:
+    """Collects rows from test reports and prints the run's report at the end."""
+
+    out: Console
+    err: Console
+    verbose: bool = False
+    rows: dict[str, Row] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    progress: Progress | None = None
+    task: Any = None
+    session_report: Any = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .pytest_plugin import PLUGIN_NAME
+
+        self.session_report = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
+
+    # -- progress -----------------------------------------------------------------------------
+    def _start(self, total: int) -> None:
+        if self.progress is not None:
+            return
+        self.progress = Progress(
+            TextColumn("running scenarios"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            console=self.err,
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not hasattr(session.config, "workerinput") and session.items:
+            self._start(len(session.items))
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._start(len(ids))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.problems.append(f"could not collect {report.nodeid}:\n{report.longreprtext}")
+
+    # -- rows ---------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        path, _, name = report.nodeid.partition("::")
+        row = self.rows.setdefault(report.nodeid, Row(report.nodeid, name or path, path))
+        row.duration_s += report.duration
+        details = getattr(report, "openprogram_scenario", None)
+        if details:
+            row.name = details["name"]
+            row.path = details["path"]
+            row.invalid = details["invalid"]
+            row.termination = details["termination"]
+            row.model_calls = details["model_calls"]
+            row.snapshot_written = details["snapshot_written"]
+            row.timeline = details["timeline"]
+            row.result = details["result"]
+        if report.failed:
+            row.passed = False
+            text = report.longreprtext
+            if row.invalid and text.startswith("invalid scenario file:\n"):
+                text = text[len("invalid scenario file:\n") :]
+            row.failure = f"{row.failure}\n{text}" if row.failure else text
+        if report.when == "teardown" and not row.done:
+            row.done = True
+            if self.progress is not None:
+                self.progress.update(self.task, advance=1, description=row.name)
+
+    # -- the report ---------------------------------------------------------------------------
+    def print_report(self, coverage: Any = None, html: Any = None) -> None:
+        self.stop()
+        rows = list(self.rows.values())
+        table = Table(title="OpenProgram scenarios", title_justify="left")
+        table.add_column("scenario", overflow="fold")
+        table.add_column("result")
+        table.add_column("termination")
+        table.add_column("model calls", justify="right")
+        table.add_column("time", justify="right")
+        for row in rows:
+            if row.invalid:
+                status = "[bold red]INVALID[/]"
+            elif row.passed:
+                status = "[green]PASS[/]"
+            else:
+                status = "[bold red]FAIL[/]"
+            if row.snapshot_written:
+                status += " (snapshot written)"
+            table.add_row(
+                escape(row.name),
+                status,
+                row.termination or "-",
+                "-" if row.model_calls is None else str(row.model_calls),
+                f"{row.duration_s * 1000:.0f} ms",
+            )
+        self.out.print(table)
+        for row in rows:
+            if not row.passed:
+                title = "invalid scenario file" if row.invalid else "FAILED"
+                self.out.print(f"\n[bold red]{title}[/] {escape(row.path)}")
+                self.out.print(escape(row.failure))
+            elif self.verbose and row.timeline:
+                self.out.print(f"\n[green]PASSED[/] {escape(row.name)}")
+                self.out.print(escape(row.timeline))
+        for problem in self.problems:
+            self.out.print(f"\n[bold red]error[/] {escape(problem)}")
+        if coverage is not None:
+            self.out.print()
+            self.out.print(escape(coverage.text()))
+        if html is not None:
+            self.out.print(f"\nHTML report written to {escape(str(html))}")
+        passed = sum(1 for r in rows if r.passed)
+        invalid = sum(1 for r in rows if r.invalid)
+        failed = len(rows) - passed - invalid
+        parts = [f"{passed} passed"]
+        if failed:
+            parts.append(f"{failed} failed")
+        if invalid:
+            parts.append(f"{invalid} invalid")
+        colour = "green" if passed == len(rows) and not self.problems else "red"
+        elapsed = time.perf_counter() - self.started
+        self.out.print(f"\n[bold {colour}]{', '.join(parts)}[/] in {elapsed:.2f}s")
+
+
+__all__ = ["Row", "ScenarioReporter"]
