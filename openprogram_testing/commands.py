@@ -141,7 +141,10 @@ def run(
         typer.Option("--coverage-fail-under", help="Fail below this loop-behaviour coverage %."),
     ] = None,
     update_snapshots: Annotated[
-        bool, typer.Option("--update-snapshots", help="Write/overwrite stored snapshots.")
+        bool,
+        typer.Option(
+            "--update-snapshots", "--snapshot-update", help="Write/overwrite stored snapshots."
+        ),
     ] = False,
     results_dir: Annotated[
         Path | None,
