@@ -6,9 +6,10 @@ walks ``_responses``/``play_counts``), loading without running the recording hoo
 (``Cassette._load``), and serving a replayed response our way (fault mutations, stalls,
 re-chunking: ``vcr.stubs.httpx_stubs._play_responses`` builds the httpx response).  Clients on
 ``http.client``/urllib3 (botocore, requests) get the served body through ``play_response``, which
-``vcr.stubs.VCRConnection.getresponse`` calls.  :data:`REQUIRED` lists each of these;
-:func:`missing_internals` says which a given vcrpy lacks, and ``tests/cassettes`` fails when one
-changes.
+``vcr.stubs.VCRConnection.getresponse`` calls and wraps in ``vcr.stubs.VCRHTTPResponse`` (looked
+up at call time: we put a subclass there that honours stalls and a dropped connection).
+:data:`REQUIRED` lists each of these; :func:`missing_internals` says which a given vcrpy lacks,
+and ``tests/cassettes`` fails when one changes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ REQUIRED: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("vcr.cassette", "Cassette.rewind", ("self",)),
     ("vcr.stubs.httpx_stubs", "_play_responses", ("cassette", "vcr_request", "httpx")),
     ("vcr.stubs", "VCRConnection.getresponse", None),
+    ("vcr.stubs", "VCRHTTPResponse.__init__", ("self", "recorded_response", "request_url")),
+    ("vcr.stubs", "VCRHTTPResponse.read", ("self", "args", "decode_content", "kwargs")),
 )
 
 #: Attributes a ``vcr.cassette.Cassette`` instance must have after ``__init__``.
@@ -180,7 +183,45 @@ def install_playback_hook() -> None:
         )
 
     httpx_stubs._play_responses = _play_responses
+    import vcr.stubs
+
+    vcr.stubs.VCRHTTPResponse = _served_http_response_class(vcr.stubs.VCRHTTPResponse)
     _INSTALLED = True
+
+
+def _served_http_response_class(base: type[Any]) -> type[Any]:
+    """vcrpy's replayed ``http.client`` response, plus the served dict's stalls (slept when
+    reading reaches them) and dropped connection (urllib3's ``ProtocolError`` once the body is
+    read), so botocore and requests see the same faults httpx clients do."""
+
+    class ServedHTTPResponse(base):  # type: ignore[misc]
+        def __init__(self, recorded_response: Any, request_url: Any = None) -> None:
+            super().__init__(recorded_response, request_url)
+            pieces = recorded_response.get("_pieces") or []
+            self._op_stalls: list[tuple[int, float]] = []
+            offset = 0
+            for delay, chunk in pieces:
+                if delay:
+                    self._op_stalls.append((offset, delay))
+                offset += len(chunk)
+            self._op_disconnect = bool(recorded_response.get("_disconnect"))
+
+        def read(self, *args: Any, decode_content: Any = None, **kwargs: Any) -> Any:
+            start = self._content.tell()
+            while self._op_stalls and self._op_stalls[0][0] <= start:
+                time.sleep(self._op_stalls.pop(0)[1])
+            if self._op_stalls and args and isinstance(args[0], int):
+                args = (min(args[0], self._op_stalls[0][0] - start), *args[1:])
+            data = super().read(*args, decode_content=decode_content, **kwargs)
+            if self._op_disconnect and self._content.tell() >= len(self._content.getbuffer()):
+                if not data or not args or args[0] is None:
+                    from urllib3.exceptions import ProtocolError
+
+                    self._op_disconnect = False
+                    raise ProtocolError("Connection broken: peer closed connection mid-body")
+            return data
+
+    return ServedHTTPResponse
 
 
 @functools.cache

@@ -181,21 +181,34 @@ def _all_canaries() -> list[str]:
     ]
 
 
-def _request(client: httpx2.Client, url: str, route: str) -> httpx2.Response:
+def _request(client: str, url: str, route: str) -> tuple[int, str]:
+    """POST with canaries everywhere through ``client``: ``httpx2`` (the SDKs' transport) or
+    ``requests`` (urllib3, the http.client path botocore also takes)."""
     query = urlencode({"q": "llm", **{name: canary("q", name) for name in QUERY}})
     headers = {name: canary("h", name) for name in HEADERS}
     headers["Authorization"] = "Bearer " + canary("h", "Authorization")
     headers["Cookie"] = f"theme=dark; session={canary('h', 'Cookie')}"
-    return client.post(f"{url}{route}?{query}", json=_body(), headers=headers)
+    if client == "requests":
+        import requests
+
+        with requests.Session() as session:
+            reply = session.post(f"{url}{route}?{query}", json=_body(), headers=headers)
+            return reply.status_code, reply.text
+    with httpx2.Client() as http:
+        answer = http.post(f"{url}{route}?{query}", json=_body(), headers=headers)
+        return answer.status_code, answer.text
 
 
+@pytest.mark.parametrize("client", ["httpx2", "requests"])
 @pytest.mark.parametrize("route", ["/json", "/sse"])
-def test_no_canary_reaches_the_file_on_any_path(tmp_path: Path, echo: str, route: str) -> None:
+def test_no_canary_reaches_the_file_on_any_path(
+    tmp_path: Path, echo: str, route: str, client: str
+) -> None:
     assert len(HEADERS) + len(QUERY) + len(FIELDS) >= 63
     path = tmp_path / "canaries.yaml"
-    with use_cassette(path, record_mode="once", match_body=True), httpx2.Client() as client:
-        live = _request(client, echo, route)
-    assert live.status_code == 200
+    with use_cassette(path, record_mode="once", match_body=True):
+        status, _ = _request(client, echo, route)
+    assert status == 200
     text = path.read_text()
     leaked = [c for c in _all_canaries() if c in text]
     assert leaked == []
@@ -219,11 +232,11 @@ def test_no_canary_reaches_the_file_on_any_path(tmp_path: Path, echo: str, route
     assert f'"access_token": "{REDACTED}"' in answer
 
     # the same request replays (it is redacted the same way before matching)
-    with use_cassette(path, match_body=True) as replay, httpx2.Client() as client:
-        again = _request(client, echo, route)
+    with use_cassette(path, match_body=True) as replay:
+        status, again = _request(client, echo, route)
     assert replay.played == [0]
-    assert again.status_code == 200
-    assert canary("f", "password") not in again.text
+    assert status == 200
+    assert canary("f", "password") not in again
 
 
 def test_the_scan_knows_every_value_redacted_anywhere(tmp_path: Path, echo: str) -> None:

@@ -185,3 +185,68 @@ def test_the_sweep_covers_every_shared_gemini_and_bedrock_stream(
 ) -> None:
     swept = {n for n in [*GEMINI, *BEDROCK] if _streamed(n, conformance_cassettes)}
     assert swept == set(SWEPT)
+
+
+def test_frame_faults_on_both_framings_reach_the_sdks(conformance_cassettes: Path) -> None:
+    """Corrupting an event-stream message's CRC makes botocore raise while reading (a corrupt
+    payload arrives as an empty event);
+    dropping the terminal frames leaves a stream without ``messageStop``/``finishReason``;
+    corrupting a Gemini SSE frame makes google-genai raise: replayed from the recordings."""
+    from openprogram_testing.faults import CorruptCrc, CorruptFrame, DropTerminal
+
+    name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
+    (recorded,) = load_interactions(conformance_cassettes / name)
+    read = _bedrock_reader(recorded)
+    with use_cassette(conformance_cassettes / name) as cassette:
+        full = read()
+        cassette.rewind(mutations=[CorruptCrc(3)])
+        with pytest.raises(Exception, match="Checksum mismatch") as raised:
+            read()
+        assert type(raised.value).__name__ == "ChecksumMismatch"
+        # botocore swallows a payload that is not JSON: the event arrives empty, which is what
+        # an adapter has to treat as a malformed stream
+        cassette.rewind(mutations=[CorruptFrame(3)])
+        events = read()
+        assert events[3] == {next(iter(full[3])): {}} != full[3]
+        assert events[:3] + events[4:] == full[:3] + full[4:]
+        cassette.rewind(mutations=[DropTerminal()])
+        events = read()
+        assert events and not _finished("bedrock_converse", events)
+        assert not any("metadata" in e for e in events)
+
+    name = "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml"
+    recorded_gemini = load_interactions(conformance_cassettes / name)
+    read = _gemini_reader(recorded_gemini[1]["request"]["uri"])
+    with use_cassette(conformance_cassettes / name, allow_unplayed=True) as cassette:
+        cassette.rewind(mutations={0: [DropTerminal()]})
+        assert not _finished("gemini", read())
+        cassette.rewind(mutations={0: [CorruptFrame(0)]})
+        with pytest.raises(Exception) as failed:
+            read()
+        assert (
+            "json" in type(failed.value).__name__.lower()
+            or "JSON" in str(failed.value)
+            or ("Expecting" in str(failed.value))
+        )
+
+
+def test_stalls_and_dropped_connections_reach_botocore(conformance_cassettes: Path) -> None:
+    """On urllib3 clients too, a stall delays the rest of the stream and a dropped connection
+    raises while reading (not a clean end of the body)."""
+    import time
+
+    from openprogram_testing.faults import Stall
+
+    name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
+    (recorded,) = load_interactions(conformance_cassettes / name)
+    read = _bedrock_reader(recorded)
+    with use_cassette(conformance_cassettes / name) as cassette:
+        full = read()
+        cassette.rewind(mutations=[Stall(0.4, after_frame=2)])
+        started = time.monotonic()
+        assert read() == full
+        assert time.monotonic() - started >= 0.4
+        cassette.rewind(mutations=[TruncateAfter(5, disconnect=True)])
+        with pytest.raises(Exception, match="Connection broken") as raised:
+            read()
+        assert type(raised.value).__name__ == "ProtocolError"
