@@ -51,7 +51,8 @@ class ToolCall(Model):
 
     ``raw_arguments`` is set only when the model's argument JSON did not parse; ``arguments`` is
     then ``{}`` and the loop answers the call with an invalid-arguments result instead of running
-    it.
+    it.  ``signature`` is an opaque token some providers attach to a call and require back with
+    it in the next request (Gemini's ``thoughtSignature``, kept as the base64 text it arrived as).
     """
 
     type: Literal["toolCall"] = field(default="toolCall", kw_only=True)
@@ -59,6 +60,7 @@ class ToolCall(Model):
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
+    signature: str | None = None
 
 
 AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall

@@ -7,6 +7,8 @@ from .base import Context, MessageBuilder, Provider, StreamOptions, ToolChoice
 
 _ADAPTERS = {
     "AnthropicProvider": "anthropic",
+    "BedrockProvider": "bedrock",
+    "GeminiProvider": "gemini",
     "OpenAIChatProvider": "openai_chat",
     "OpenAIResponsesProvider": "openai_responses",
 }
@@ -25,7 +27,9 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AnthropicProvider",
+    "BedrockProvider",
     "Context",
+    "GeminiProvider",
     "MessageBuilder",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",

@@ -5,41 +5,64 @@ from __future__ import annotations
 import os
 from typing import Any
 
+# spelling -> (vendor, module, class)
 _APIS = {
     "openai": ("openai", "openai_chat", "OpenAIChatProvider"),
     "openai-chat": ("openai", "openai_chat", "OpenAIChatProvider"),
     "openai-responses": ("openai", "openai_responses", "OpenAIResponsesProvider"),
     "anthropic": ("anthropic", "anthropic", "AnthropicProvider"),
+    "gemini": ("gemini", "gemini", "GeminiProvider"),
+    "bedrock": ("bedrock", "bedrock", "BedrockProvider"),
 }
-_ENV = {"openai": "OPENAI", "anthropic": "ANTHROPIC"}
+# vendor -> (key variables, base URL variable); Bedrock uses the AWS credential chain instead
+_ENV: dict[str, tuple[tuple[str, ...], str]] = {
+    "openai": (("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
+    "anthropic": (("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
+    "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL"),
+    "bedrock": ((), "BEDROCK_BASE_URL"),
+}
+
+
+def _vertex_requested(kwargs: dict[str, Any]) -> bool:
+    if kwargs.get("vertexai") is not None:
+        return bool(kwargs["vertexai"])
+    flag = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "")
+    return flag.strip().lower() in ("1", "true", "yes", "on")
 
 
 def provider_from_env(api: str, **kwargs: Any) -> Any:
     """A real provider for ``api`` ∈ ``"openai"`` (Chat Completions), ``"openai-responses"``,
-    ``"anthropic"`` (``"openai-chat"`` and ``_`` spellings are accepted too).
+    ``"anthropic"``, ``"gemini"``, ``"bedrock"`` (``"openai-chat"`` and ``_`` spellings are
+    accepted too).
 
-    The key comes from ``api_key=`` or ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``; the base URL
-    from ``base_url=`` or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` when set.  Other keyword
-    arguments go to the provider's constructor (``stream=``, ``max_retries=``, ``timeout=``...).
-    A missing key is a ``ValueError`` naming the variable.
+    Keys: ``api_key=`` or ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` / ``GEMINI_API_KEY`` (or
+    ``GOOGLE_API_KEY``); Gemini on Vertex AI (``vertexai=True`` or
+    ``GOOGLE_GENAI_USE_VERTEXAI=true``, with ``GOOGLE_CLOUD_PROJECT``/``GOOGLE_CLOUD_LOCATION``)
+    and Bedrock take credentials from Google's and AWS's own chains, so no key is required.  The
+    base URL comes from ``base_url=`` or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` /
+    ``GEMINI_BASE_URL`` / ``BEDROCK_BASE_URL`` when set.  Other keyword arguments go to the
+    provider's constructor (``stream=``, ``max_retries=``, ``region_name=``...).  A missing key
+    is a ``ValueError`` naming the variable.
     """
     key = api.strip().lower().replace("_", "-")
     if key not in _APIS:
         raise ValueError(
-            f"unknown provider API {api!r}: expected 'openai', 'openai-responses' or 'anthropic'"
+            f"unknown provider API {api!r}: expected 'openai', 'openai-responses', 'anthropic', "
+            "'gemini' or 'bedrock'"
         )
     vendor, module_name, class_name = _APIS[key]
-    prefix = _ENV[vendor]
-    if kwargs.get("client") is None and not kwargs.get("api_key"):
-        value = os.environ.get(f"{prefix}_API_KEY")
+    key_vars, url_var = _ENV[vendor]
+    needs_key = bool(key_vars) and not (vendor == "gemini" and _vertex_requested(kwargs))
+    if needs_key and kwargs.get("client") is None and not kwargs.get("api_key"):
+        value = next((os.environ[v] for v in key_vars if os.environ.get(v)), None)
         if not value:
             raise ValueError(
-                f"{prefix}_API_KEY is not set: export it (or pass api_key=...) to use the "
+                f"{key_vars[0]} is not set: export it (or pass api_key=...) to use the "
                 f"{api!r} provider"
             )
         kwargs["api_key"] = value
-    if kwargs.get("base_url") is None and os.environ.get(f"{prefix}_BASE_URL"):
-        kwargs["base_url"] = os.environ[f"{prefix}_BASE_URL"]
+    if kwargs.get("base_url") is None and os.environ.get(url_var):
+        kwargs["base_url"] = os.environ[url_var]
     import importlib
 
     module = importlib.import_module(f"openprogram.providers.{module_name}")

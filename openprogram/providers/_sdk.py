@@ -27,12 +27,18 @@ from .base import (
     Context,
     MessageBuilder,
     StreamOptions,
+    error_retryable,
     error_text,
-    is_retryable_status,
     parse_retry_after,
 )
 
-__all__ = ["STREAM_ENDED", "OpenAISDKProvider", "SDKProvider", "StreamParser"]
+__all__ = [
+    "STREAM_ENDED",
+    "OpenAISDKProvider",
+    "SDKProvider",
+    "StreamParser",
+    "is_transport_error",
+]
 
 STREAM_ENDED = "stream ended without a final event"
 
@@ -178,11 +184,11 @@ class SDKProvider:
         except RuntimeError:
             loop = None
         current = self._loop_clients.get(loop) if loop is not None else None
-        if current is None or current.is_closed():
+        if current is None or self._is_closed(current):
             unbound = self._client
             if (
                 unbound is not None
-                and not unbound.is_closed()
+                and not self._is_closed(unbound)
                 and all(c is not unbound for c in self._loop_clients.values())
             ):
                 current = unbound  # built outside any loop (e.g. to read base_url): adopt it
@@ -195,14 +201,24 @@ class SDKProvider:
 
     @property
     def base_url(self) -> str:
-        return str(self.client.base_url)
+        return self._base_url(self.client)
+
+    # -- client hooks (the OpenAI and Anthropic clients share these; others override) -------
+    def _base_url(self, client: Any) -> str:
+        return str(client.base_url)
+
+    def _is_closed(self, client: Any) -> bool:
+        return bool(client.is_closed())
+
+    async def _close(self, client: Any) -> None:
+        await client.close()
 
     async def aclose(self) -> None:
         """Close the SDK client of the running loop (its HTTP connection pool); a client passed
         to the constructor is closed too.  The provider stays usable: the next call builds a
         new client."""
         if self._given:
-            await self._client.close()
+            await self._close(self._client)
             return
         loop = asyncio.get_running_loop()
         current = self._loop_clients.pop(loop, None)
@@ -213,7 +229,7 @@ class SDKProvider:
         ):
             current = self._client
         if current is not None:
-            await current.close()
+            await self._close(current)
 
     async def __aenter__(self) -> SDKProvider:
         return self
@@ -236,7 +252,7 @@ class SDKProvider:
         except Exception as exc:
             yield builder.error(f"could not build the request: {error_text(exc)}")
             return
-        guard.check(str(client.base_url))
+        guard.check(self._base_url(client))
 
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         pump = asyncio.ensure_future(self._pump(client, params, queue))
@@ -306,8 +322,10 @@ class SDKProvider:
                     async for item in result:
                         queue.put_nowait(("item", item))
                 finally:
-                    with contextlib.suppress(Exception):
-                        await result.close()
+                    closer = getattr(result, "aclose", None) or getattr(result, "close", None)
+                    if closer is not None:
+                        with contextlib.suppress(Exception):
+                            await closer()
             else:
                 queue.put_nowait(("item", result))
             queue.put_nowait(("end", None))
@@ -336,7 +354,7 @@ class SDKProvider:
             return builder.error(
                 f"{prefix}: {text}",
                 status=status,
-                retryable=is_retryable_status(status) if status else True,
+                retryable=error_retryable(status, headers),
                 retry_after_s=parse_retry_after(headers),
             )
         if isinstance(exc, timeout_cls | TimeoutError) or _is_httpx2(exc, "TimeoutException"):
@@ -388,6 +406,24 @@ class OpenAISDKProvider(SDKProvider):
         import openai
 
         return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
+
+
+def is_transport_error(exc: BaseException) -> str | None:
+    """``"timeout"`` / ``"connection"`` when ``exc`` is an ``httpx`` or ``httpx2`` transport
+    failure (the SDKs run on either), else ``None``.  Decided from the class hierarchy, so neither
+    HTTP library is imported here."""
+    names = {
+        (cls.__module__.split(".")[0], cls.__name__)
+        for cls in type(exc).__mro__
+        if cls.__module__.split(".")[0] in ("httpx", "httpx2")
+    }
+    if not names:
+        return None
+    if any(name == "TimeoutException" for _, name in names):
+        return "timeout"
+    if any(name in ("TransportError", "StreamError") for _, name in names):
+        return "connection"
+    return None
 
 
 def _is_httpx2(exc: BaseException, name: str) -> bool:

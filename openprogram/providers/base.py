@@ -222,6 +222,24 @@ def is_retryable_status(status: int | None) -> bool:
     return status is not None and (status in RETRYABLE_STATUSES or status >= 500)
 
 
+def error_retryable(status: int | None, headers: Mapping[str, str] | None = None) -> bool:
+    """Whether a failed request is worth retrying, as the official SDKs decide it: the server's
+    ``x-should-retry: true|false`` header wins; otherwise :func:`is_retryable_status` (a failure
+    without any status, e.g. an error event inside a 200 stream, counts as retryable)."""
+    if headers:
+        for key, value in headers.items():
+            if key.lower() == "x-should-retry":
+                flag = str(value).strip().lower()
+                if flag == "true":
+                    return True
+                if flag == "false":
+                    return False
+                break
+    if status is None:
+        return True
+    return is_retryable_status(status)
+
+
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
     if not headers:
@@ -267,6 +285,7 @@ __all__ = [
     "Provider",
     "StreamOptions",
     "ToolChoice",
+    "error_retryable",
     "error_text",
     "is_retryable_status",
     "parse_arguments",
