@@ -21,12 +21,15 @@ from _adapters_http import BASE, Recorder
 # -- Gemini ---------------------------------------------------------------------------------
 
 
-def gemini_provider(rec: Recorder, stream: bool = True, *, vertex: bool = False) -> Any:
+def gemini_provider(
+    rec: Recorder, stream: bool = True, *, vertex: bool = False, api_version: str | None = None
+) -> Any:
     from google import genai
 
     from openprogram.providers.gemini import GeminiProvider
 
-    options = {"base_url": BASE, "api_version": "v1beta", "httpx_async_client": rec.client()}
+    version = api_version or ("v1beta1" if vertex else "v1beta")
+    options = {"base_url": BASE, "api_version": version, "httpx_async_client": rec.client()}
     if vertex:
         from google.oauth2.credentials import Credentials
 

@@ -26,91 +26,401 @@ from openprogram.providers.base import Context
 from openprogram.types import UserMessage
 
 CHAT = {
-    'llm/test_tool_use_basic.yaml': [
-        ('toolUse', '', [('call_1EYWDzueHEp8OsB8jJSEp7WB', 'multiply', {'a': 1231, 'b': 2331})], (54, 20)),
-        ('stop', 'The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).', [], (87, 26)),
+    "llm/test_tool_use_basic.yaml": [
+        (
+            "toolUse",
+            "",
+            [("call_1EYWDzueHEp8OsB8jJSEp7WB", "multiply", {"a": 1231, "b": 2331})],
+            (54, 20),
+        ),
+        ("stop", "The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).", [], (87, 26)),
     ],
-    'llm/test_tool_use_chain_of_two_calls.yaml': [
-        ('toolUse', '', [('call_TTY8UFNo7rNCaOBUNtlRSvMG', 'lookup_population', {'country': 'Crumpet'})], (92, 17)),
-        ('toolUse', '', [('call_aq9UyiSFkzX6W8Ydc33DoI9Y', 'can_have_dragons', {'population': 123124})], (118, 18)),
-        ('stop', 'YES', [], (146, 3)),
+    "llm/test_tool_use_chain_of_two_calls.yaml": [
+        (
+            "toolUse",
+            "",
+            [("call_TTY8UFNo7rNCaOBUNtlRSvMG", "lookup_population", {"country": "Crumpet"})],
+            (92, 17),
+        ),
+        (
+            "toolUse",
+            "",
+            [("call_aq9UyiSFkzX6W8Ydc33DoI9Y", "can_have_dragons", {"population": 123124})],
+            (118, 18),
+        ),
+        ("stop", "YES", [], (146, 3)),
     ],
-    'magentic/test_openai_chat_model_complete_streamed_response.yaml': [
-        ('toolUse', "One of my favorite cities is Paris. I'll get the current weather for Paris now.", [('call_QgHUYg30lU8RAkIADo1bLA3P', 'get_weather', {'location': 'Paris'})], (58, 32)),
+    "magentic/test_openai_chat_model_complete_streamed_response.yaml": [
+        (
+            "toolUse",
+            "One of my favorite cities is Paris. I'll get the current weather for Paris now.",
+            [("call_QgHUYg30lU8RAkIADo1bLA3P", "get_weather", {"location": "Paris"})],
+            (58, 32),
+        ),
     ],
-    'mirascope/test_call_with_tools/openai_gpt_4o_completions/stream.yaml': [
-        ('toolUse', '', [('call_M26z19sncd7b4LBgzKRRbaUE', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_KPXe5NX7IcKkaBUhc6dto2QV', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
-        ('stop', 'The secrets associated with the passwords are:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death', [], (149, 28)),
-        ('toolUse', '', [('call_NnkmjbtYL9gdZnGOMxYEl0A3', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_uvC42eCVUOg2Y35G9FQKjAOB', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
-        ('stop', 'The secrets associated with the passwords are as follows:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death', [], (149, 30)),
-        ('toolUse', '', [('call_H8jJ3J1KO9iBRstIu9VtSmif', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_alG3VrzLF9cAEppE4xxqeefv', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
-        ('stop', 'The secrets associated with the passwords are as follows:\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"', [], (149, 35)),
+    "mirascope/test_call_with_tools/openai_gpt_4o_completions/stream.yaml": [
+        (
+            "toolUse",
+            "",
+            [
+                ("call_M26z19sncd7b4LBgzKRRbaUE", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_KPXe5NX7IcKkaBUhc6dto2QV",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (75, 53),
+        ),
+        (
+            "stop",
+            'The secrets associated with the passwords are:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death',
+            [],
+            (149, 28),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_NnkmjbtYL9gdZnGOMxYEl0A3", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_uvC42eCVUOg2Y35G9FQKjAOB",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (75, 53),
+        ),
+        (
+            "stop",
+            'The secrets associated with the passwords are as follows:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death',
+            [],
+            (149, 30),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_H8jJ3J1KO9iBRstIu9VtSmif", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_alG3VrzLF9cAEppE4xxqeefv",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (75, 53),
+        ),
+        (
+            "stop",
+            'The secrets associated with the passwords are as follows:\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"',
+            [],
+            (149, 35),
+        ),
     ],
-    'mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml': [
-        ('toolUse', '', [('call_v6LacIrChvs6ITVpIZqy5tFc', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_onyWzk4mLTGKzW9cthmf4Llq', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
-        ('stop', 'The secrets associated with the passwords are as follows:\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death', [], (149, 32)),
-        ('toolUse', '', [('call_kORjJVpmh91BGUtfuEyWTNHq', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_rwWftDkV0SjAa03c30QMCbHv', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
-        ('stop', 'Here are the secrets associated with the passwords you provided:\n\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"', [], (149, 36)),
-        ('toolUse', '', [('call_9WLrrxKdNop28QihgVejs7vX', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_FvwByGJHFMUkSCsWZ30WgOYh', 'secret_retrieval_tool', {'password': 'radiance'})], (75, 53)),
-        ('stop', 'Here are the secrets associated with the passwords:\n\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death', [], (149, 31)),
+    "mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml": [
+        (
+            "toolUse",
+            "",
+            [
+                ("call_v6LacIrChvs6ITVpIZqy5tFc", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_onyWzk4mLTGKzW9cthmf4Llq",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (75, 53),
+        ),
+        (
+            "stop",
+            'The secrets associated with the passwords are as follows:\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death',
+            [],
+            (149, 32),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_kORjJVpmh91BGUtfuEyWTNHq", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_rwWftDkV0SjAa03c30QMCbHv",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (75, 53),
+        ),
+        (
+            "stop",
+            'Here are the secrets associated with the passwords you provided:\n\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"',
+            [],
+            (149, 36),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_9WLrrxKdNop28QihgVejs7vX", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_FvwByGJHFMUkSCsWZ30WgOYh",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (75, 53),
+        ),
+        (
+            "stop",
+            'Here are the secrets associated with the passwords:\n\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death',
+            [],
+            (149, 31),
+        ),
     ],
-    'mirascope/test_model_not_found_stream/openai_gpt_4o_completions.yaml': [
-        ('error', 404, False, 'The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.'),
-        ('error', 404, False, 'The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.'),
+    "mirascope/test_model_not_found_stream/openai_gpt_4o_completions.yaml": [
+        (
+            "error",
+            404,
+            False,
+            "The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.",
+        ),
+        (
+            "error",
+            404,
+            False,
+            "The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.",
+        ),
     ],
-    'opentelemetry-python-contrib/test_chat_completion_404.yaml': [
-        ('error', 404, False, 'The model `this-model-does-not-exist` does not exist or you do not have access to it.'),
+    "opentelemetry-python-contrib/test_chat_completion_404.yaml": [
+        (
+            "error",
+            404,
+            False,
+            "The model `this-model-does-not-exist` does not exist or you do not have access to it.",
+        ),
     ],
 }
 
 RESPONSES = {
-    'llm/test_responses_tool_use_streaming.yaml': [
-        ('toolUse', '', [('call_sVidsfFJ6zlzRpelrPkTPlpd', 'multiply', {'a': 1231, 'b': 2331})], (58, 23)),
-        ('stop', '1231 × 2331 = **2,869,461**', [], (94, 18)),
+    "llm/test_responses_tool_use_streaming.yaml": [
+        (
+            "toolUse",
+            "",
+            [("call_sVidsfFJ6zlzRpelrPkTPlpd", "multiply", {"a": 1231, "b": 2331})],
+            (58, 23),
+        ),
+        ("stop", "1231 × 2331 = **2,869,461**", [], (94, 18)),
     ],
-    'mirascope/test_call_with_tools/openai_gpt_4o_responses/stream.yaml': [
-        ('toolUse', '', [('call_sKC7OABqf2A2PTLCm0CLeRWV', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_OdR3s3xop0vtgkDyWRMLafuH', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
-        ('stop', 'Here are the secrets associated with each password:\n\n- **mellon**: Welcome to Moria!\n- **radiance**: Life before Death', [], (136, 32)),
-        ('toolUse', '', [('call_X6173PYkiubC8YJRPzr8osHX', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_OiUVT2dz7nh3PHrEPGnvLPyi', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
-        ('stop', 'Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death', [], (136, 30)),
-        ('toolUse', '', [('call_JFcMnB3B0uvpADG11Egu9VT3', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_bFXbNfOOKMw0esfOPep1dwdW', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
-        ('stop', 'Here are the secrets associated with the passwords:\n\n- **mellon**: "Welcome to Moria!"\n- **radiance**: "Life before Death"', [], (136, 35)),
+    "mirascope/test_call_with_tools/openai_gpt_4o_responses/stream.yaml": [
+        (
+            "toolUse",
+            "",
+            [
+                ("call_sKC7OABqf2A2PTLCm0CLeRWV", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_OdR3s3xop0vtgkDyWRMLafuH",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (36, 54),
+        ),
+        (
+            "stop",
+            "Here are the secrets associated with each password:\n\n- **mellon**: Welcome to Moria!\n- **radiance**: Life before Death",
+            [],
+            (136, 32),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_X6173PYkiubC8YJRPzr8osHX", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_OiUVT2dz7nh3PHrEPGnvLPyi",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (36, 54),
+        ),
+        (
+            "stop",
+            "Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death",
+            [],
+            (136, 30),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_JFcMnB3B0uvpADG11Egu9VT3", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_bFXbNfOOKMw0esfOPep1dwdW",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (36, 54),
+        ),
+        (
+            "stop",
+            'Here are the secrets associated with the passwords:\n\n- **mellon**: "Welcome to Moria!"\n- **radiance**: "Life before Death"',
+            [],
+            (136, 35),
+        ),
     ],
-    'mirascope/test_call_with_tools/openai_gpt_4o_responses/sync.yaml': [
-        ('toolUse', '', [('call_bzXaB1HDWsWy7n6bMrxJzNNa', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_Dd4wvykCr6NttXKxRK0BFH96', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
-        ('stop', 'Here are the secrets:\n\n- For password "mellon": Welcome to Moria!\n- For password "radiance": Life before Death', [], (136, 30)),
-        ('toolUse', '', [('call_QSN7tSAfBLgrTP3cvjbf7kTZ', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_nZTyOck74QejXCmecXxhMUly', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
-        ('stop', 'Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death', [], (136, 30)),
-        ('toolUse', '', [('call_ZuiErmwO3jdjHdDKTX2LH96R', 'secret_retrieval_tool', {'password': 'mellon'}), ('call_KaOQQvNXdvVZSn8ZaOW8FQDE', 'secret_retrieval_tool', {'password': 'radiance'})], (36, 54)),
-        ('stop', 'Here are the secrets:\n\n1. **Password: mellon** - "Welcome to Moria!"\n2. **Password: radiance** - "Life before Death"', [], (136, 36)),
+    "mirascope/test_call_with_tools/openai_gpt_4o_responses/sync.yaml": [
+        (
+            "toolUse",
+            "",
+            [
+                ("call_bzXaB1HDWsWy7n6bMrxJzNNa", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_Dd4wvykCr6NttXKxRK0BFH96",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (36, 54),
+        ),
+        (
+            "stop",
+            'Here are the secrets:\n\n- For password "mellon": Welcome to Moria!\n- For password "radiance": Life before Death',
+            [],
+            (136, 30),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_QSN7tSAfBLgrTP3cvjbf7kTZ", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_nZTyOck74QejXCmecXxhMUly",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (36, 54),
+        ),
+        (
+            "stop",
+            "Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death",
+            [],
+            (136, 30),
+        ),
+        (
+            "toolUse",
+            "",
+            [
+                ("call_ZuiErmwO3jdjHdDKTX2LH96R", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "call_KaOQQvNXdvVZSn8ZaOW8FQDE",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (36, 54),
+        ),
+        (
+            "stop",
+            'Here are the secrets:\n\n1. **Password: mellon** - "Welcome to Moria!"\n2. **Password: radiance** - "Life before Death"',
+            [],
+            (136, 36),
+        ),
     ],
-    'mirascope/test_model_not_found/openai_gpt_4o_responses.yaml': [
-        ('error', 400, False, "The requested model 'this-model-does-not-exist-12345' does not exist."),
-        ('error', 400, False, "The requested model 'this-model-does-not-exist-12345' does not exist."),
+    "mirascope/test_model_not_found/openai_gpt_4o_responses.yaml": [
+        (
+            "error",
+            400,
+            False,
+            "The requested model 'this-model-does-not-exist-12345' does not exist.",
+        ),
+        (
+            "error",
+            400,
+            False,
+            "The requested model 'this-model-does-not-exist-12345' does not exist.",
+        ),
     ],
 }
 
 ANTHROPIC = {
-    'dd-trace-py/anthropic_completion_error.yaml': [
-        ('error', 400, False, 'messages.0: Input does not match the expected shape.'),
+    "dd-trace-py/anthropic_completion_error.yaml": [
+        ("error", 400, False, "messages.0: Input does not match the expected shape."),
     ],
-    'magentic/test_anthropic_chat_model_complete_streamed_response.yaml': [
-        ('toolUse', '<thinking>\nTo get the weather for a random city, I will need to:\n1. Pick a random city name\n2. Pass that city name to the get_weather tool to retrieve the weather\n\nI have enough information to complete both of those steps without asking the user for any additional input. I will proceed with the tool calls in that order.\n</thinking>', [('toolu_016tMRxcvkC82nkYxLpk2cHm', 'get_weather', {'location': 'Madrid, Spain'})], (610, 131)),
+    "magentic/test_anthropic_chat_model_complete_streamed_response.yaml": [
+        (
+            "toolUse",
+            "<thinking>\nTo get the weather for a random city, I will need to:\n1. Pick a random city name\n2. Pass that city name to the get_weather tool to retrieve the weather\n\nI have enough information to complete both of those steps without asking the user for any additional input. I will proceed with the tool calls in that order.\n</thinking>",
+            [("toolu_016tMRxcvkC82nkYxLpk2cHm", "get_weather", {"location": "Madrid, Spain"})],
+            (610, 131),
+        ),
     ],
-    'mirascope/test_authentication_error_stream/anthropic_claude_sonnet_4_0.yaml': [
-        ('error', 401, False, 'invalid x-api-key'),
+    "mirascope/test_authentication_error_stream/anthropic_claude_sonnet_4_0.yaml": [
+        ("error", 401, False, "invalid x-api-key"),
     ],
-    'mirascope/test_call_with_tools/anthropic_beta_claude_sonnet_4_0/async_stream.yaml': [
-        ('toolUse', "I'll retrieve the secrets for both passwords using parallel tool calls.", [('toolu_011bPS5j9gFZsM7URe1242DY', 'secret_retrieval_tool', {'password': 'mellon'}), ('toolu_01Q2suTpa6uBzfa9JB9FjSa3', 'secret_retrieval_tool', {'password': 'radiance'})], (416, 111)),
-        ('stop', 'Here are the secrets associated with each password:\n\n- Password "mellon": "Welcome to Moria!"\n- Password "radiance": "Life before Death"', [], (604, 38)),
+    "mirascope/test_call_with_tools/anthropic_beta_claude_sonnet_4_0/async_stream.yaml": [
+        (
+            "toolUse",
+            "I'll retrieve the secrets for both passwords using parallel tool calls.",
+            [
+                ("toolu_011bPS5j9gFZsM7URe1242DY", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "toolu_01Q2suTpa6uBzfa9JB9FjSa3",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (416, 111),
+        ),
+        (
+            "stop",
+            'Here are the secrets associated with each password:\n\n- Password "mellon": "Welcome to Moria!"\n- Password "radiance": "Life before Death"',
+            [],
+            (604, 38),
+        ),
     ],
-    'mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml': [
-        ('toolUse', "I'll retrieve the secrets for both passwords you provided.", [('toolu_015cUijgET79LXjgeYQerN2h', 'secret_retrieval_tool', {'password': 'mellon'}), ('toolu_01XZTimPexA7h3EVKesnKt5T', 'secret_retrieval_tool', {'password': 'radiance'})], (416, 109)),
-        ('stop', 'Here are the secrets retrieved for each password:\n\n1. **Password "mellon"**: "Welcome to Moria!"\n2. **Password "radiance"**: "Life before Death"\n\nBoth secrets have been successfully retrieved!', [], (602, 52)),
+    "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml": [
+        (
+            "toolUse",
+            "I'll retrieve the secrets for both passwords you provided.",
+            [
+                ("toolu_015cUijgET79LXjgeYQerN2h", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "toolu_01XZTimPexA7h3EVKesnKt5T",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (416, 109),
+        ),
+        (
+            "stop",
+            'Here are the secrets retrieved for each password:\n\n1. **Password "mellon"**: "Welcome to Moria!"\n2. **Password "radiance"**: "Life before Death"\n\nBoth secrets have been successfully retrieved!',
+            [],
+            (602, 52),
+        ),
     ],
-    'mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/sync.yaml': [
-        ('toolUse', "I'll retrieve the secrets for both passwords you provided.", [('toolu_01BUvqBj8Yb34pNAbCJJY1oc', 'secret_retrieval_tool', {'password': 'mellon'}), ('toolu_01VPuQJ1LonDBYXrr8pqPkqQ', 'secret_retrieval_tool', {'password': 'radiance'})], (416, 109)),
-        ('stop', 'Here are the secrets retrieved for each password:\n\n- Password "mellon": **Welcome to Moria!**\n- Password "radiance": **Life before Death**', [], (602, 39)),
+    "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/sync.yaml": [
+        (
+            "toolUse",
+            "I'll retrieve the secrets for both passwords you provided.",
+            [
+                ("toolu_01BUvqBj8Yb34pNAbCJJY1oc", "secret_retrieval_tool", {"password": "mellon"}),
+                (
+                    "toolu_01VPuQJ1LonDBYXrr8pqPkqQ",
+                    "secret_retrieval_tool",
+                    {"password": "radiance"},
+                ),
+            ],
+            (416, 109),
+        ),
+        (
+            "stop",
+            'Here are the secrets retrieved for each password:\n\n- Password "mellon": **Welcome to Moria!**\n- Password "radiance": **Life before Death**',
+            [],
+            (602, 39),
+        ),
     ],
 }
 
@@ -176,12 +486,16 @@ def _check(message: Any, expected: tuple[Any, ...]) -> None:
     assert message.text == text
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == calls
     assert all(c.raw_arguments is None for c in message.tool_calls)
-    assert (message.usage.input_tokens, message.usage.output_tokens) == (input_tokens, output_tokens)
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (
+        input_tokens,
+        output_tokens,
+    )
 
 
 @pytest.mark.parametrize(("name", "factory", "expected"), CASES, ids=[c[0] for c in CASES])
-async def test_replay_recording(conformance_cassettes: Path, name: str, factory: Any,
-                                expected: list[tuple[Any, ...]]) -> None:
+async def test_replay_recording(
+    conformance_cassettes: Path, name: str, factory: Any, expected: list[tuple[Any, ...]]
+) -> None:
     interactions = _interactions(conformance_cassettes / name)
     assert len(interactions) == len(expected)
     for interaction, want in zip(interactions, expected, strict=True):
@@ -199,11 +513,14 @@ async def test_replay_recording(conformance_cassettes: Path, name: str, factory:
 
 
 def test_every_recording_is_covered(conformance_cassettes: Path) -> None:
-    names = {str(p.relative_to(conformance_cassettes)) for p in conformance_cassettes.rglob("*.yaml")}
-    # Recordings of APIs without an adapter yet are listed (and checked) in the cassette catalogue.
-    pending = {name for name in names if any(k in name for k in ("gemini", "google", "bedrock", "botocore"))}
-    assert len(pending) == 14
-    assert names - pending == set(CHAT) | set(RESPONSES) | set(ANTHROPIC)
+    from test_conformance_google_aws import ANTHROPIC_ON_BEDROCK, BEDROCK, GEMINI
+
+    names = {
+        str(p.relative_to(conformance_cassettes)) for p in conformance_cassettes.rglob("*.yaml")
+    }
+    tables = [CHAT, RESPONSES, ANTHROPIC, GEMINI, BEDROCK, ANTHROPIC_ON_BEDROCK]
+    assert sum(len(t) for t in tables) == len(names)  # no recording replayed twice
+    assert names == set().union(*tables)
 
 
 class _Cuts(httpx2.AsyncByteStream):
@@ -226,7 +543,9 @@ RECHUNKED = [
 
 
 @pytest.mark.parametrize(("name", "factory"), RECHUNKED, ids=[n for n, _ in RECHUNKED])
-def test_any_chunking_gives_the_same_message(conformance_cassettes: Path, name: str, factory: Any) -> None:
+def test_any_chunking_gives_the_same_message(
+    conformance_cassettes: Path, name: str, factory: Any
+) -> None:
     """SPEC §9.3/§10.10: the SSE parsers give identical messages for any chunking."""
     import asyncio
 
@@ -238,9 +557,14 @@ def test_any_chunking_gives_the_same_message(conformance_cassettes: Path, name: 
     headers = {"content-type": "text/event-stream"}
 
     async def replay(stream: httpx2.AsyncByteStream | None) -> dict[str, Any]:
-        response = (httpx2.Response(200, headers=headers, content=data) if stream is None
-                    else httpx2.Response(200, headers=headers, stream=stream))
-        _, message = await collect(factory(Recorder(response)), Context(messages=[UserMessage(content="x")]))
+        response = (
+            httpx2.Response(200, headers=headers, content=data)
+            if stream is None
+            else httpx2.Response(200, headers=headers, stream=stream)
+        )
+        _, message = await collect(
+            factory(Recorder(response)), Context(messages=[UserMessage(content="x")])
+        )
         return message.model_dump()
 
     whole = asyncio.run(replay(None))

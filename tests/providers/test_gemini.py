@@ -608,7 +608,7 @@ async def test_vertex_ai_through_the_same_adapter() -> None:
     _, msg = await collect(gemini_provider(rec, vertex=True), CTX, model="gemini-x")
     assert msg.text == "It is 5."
     assert rec.requests[0].url.path == (
-        "/v1beta/projects/test-project/locations/test-location/publishers/google/models/"
+        "/v1beta1/projects/test-project/locations/test-location/publishers/google/models/"
         "gemini-x:streamGenerateContent"
     )
     assert rec.requests[0].headers["authorization"] == "Bearer test-token"
