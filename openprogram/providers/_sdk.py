@@ -363,8 +363,8 @@ class SDKProvider:
             cause = exc.__cause__
             detail = f" ({error_text(cause)})" if cause is not None else ""
             return builder.error(f"connection error: {error_text(exc)}{detail}", retryable=True)
-        if isinstance(exc, json.JSONDecodeError):
-            return builder.error(f"malformed stream frame: {exc}", retryable=True)
+        if isinstance(exc, json.JSONDecodeError) or _is_eventstream_error(exc):
+            return builder.error(f"malformed stream frame: {error_text(exc)}", retryable=True)
         return builder.error(f"{type(exc).__name__}: {error_text(exc)}")
 
 
@@ -424,6 +424,15 @@ def is_transport_error(exc: BaseException) -> str | None:
     if any(name in ("TransportError", "StreamError") for _, name in names):
         return "connection"
     return None
+
+
+def _is_eventstream_error(exc: BaseException) -> bool:
+    """A botocore event-stream framing error (bad CRC, cut message): the Anthropic SDK's
+    Bedrock client decodes InvokeModel streams with botocore and lets these through."""
+    return any(
+        cls.__module__ == "botocore.eventstream" and cls.__name__ == "ParserError"
+        for cls in type(exc).__mro__
+    )
 
 
 def _is_httpx2(exc: BaseException, name: str) -> bool:

@@ -44,17 +44,41 @@ __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider", "anthropic_messages"]
 DEFAULT_MAX_TOKENS = 4096
 
 
+_PLATFORMS = {
+    "anthropic": "AsyncAnthropic",
+    "bedrock": "AsyncAnthropicBedrock",
+    "vertex": "AsyncAnthropicVertex",
+}
+
+
 class AnthropicProvider(SDKProvider):
     """``AnthropicProvider(client=None, *, api_key=None, base_url=None, stream=True,
-    max_retries=0, **client_kwargs)`` — see :class:`openprogram.providers._sdk.SDKProvider`."""
+    max_retries=0, platform="anthropic", **client_kwargs)`` — see
+    :class:`openprogram.providers._sdk.SDKProvider`.
+
+    Claude on AWS Bedrock and Google Vertex AI goes through the ``anthropic`` SDK's own clients:
+    pass an ``AsyncAnthropicBedrock`` / ``AsyncAnthropicVertex`` as ``client``, or
+    ``platform="bedrock"`` / ``"vertex"`` with that client's arguments (``aws_region``...,
+    ``region``/``project_id``...) to have one built per event loop.  Their InvokeModel /
+    ``streamRawPredict`` streams carry Anthropic's own events, so everything below applies
+    unchanged (the Bedrock client takes AWS credentials from the normal chain).
+    """
 
     provider_name = "anthropic"
     api = "anthropic-messages"
 
-    def _make_client(self, **kwargs: Any) -> Any:
-        from anthropic import AsyncAnthropic
+    def __init__(self, client: Any = None, *, platform: str = "anthropic", **kwargs: Any) -> None:
+        if platform not in _PLATFORMS:
+            raise ValueError(
+                f"unknown platform {platform!r}: expected 'anthropic', 'bedrock' or 'vertex'"
+            )
+        self.platform = platform
+        super().__init__(client, **kwargs)
 
-        return AsyncAnthropic(**kwargs)
+    def _make_client(self, **kwargs: Any) -> Any:
+        import anthropic
+
+        return getattr(anthropic, _PLATFORMS[self.platform])(**kwargs)
 
     def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
         import anthropic

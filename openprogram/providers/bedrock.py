@@ -87,6 +87,15 @@ _CODE_STATUS = {
 _BEDROCK_RETRYABLE = frozenset(
     {"modelnotreadyexception", "modeltimeoutexception", "modelstreamerrorexception"}
 )
+# Members every well-formed converse-stream event carries.
+_REQUIRED_MEMBERS = {
+    "messageStart": ("role",),
+    "contentBlockStart": ("start", "contentBlockIndex"),
+    "contentBlockDelta": ("delta", "contentBlockIndex"),
+    "contentBlockStop": ("contentBlockIndex",),
+    "messageStop": ("stopReason",),
+    "metadata": ("usage",),
+}
 _BLOCKED_STOPS = frozenset({"guardrail_intervened", "content_filtered"})
 _IMAGE_FORMATS = {
     "image/png": "png",
@@ -364,6 +373,14 @@ class BedrockStreamParser(StreamParser):
 
     def feed(self, data: dict[str, Any]) -> Events:
         b = self.b
+        for name, members in data.items():
+            missing = [m for m in _REQUIRED_MEMBERS.get(name, ()) if m not in (members or {})]
+            if missing:
+                # botocore parses a payload that is not JSON into an empty event: a real event
+                # always has these members, so their absence means a corrupt frame
+                self.finished = True
+                text = f"malformed stream frame: {name} event without {', '.join(missing)}"
+                return [b.error(text, retryable=True)]
         if "contentBlockStart" in data:
             event = data["contentBlockStart"]
             tool = (event.get("start") or {}).get("toolUse")

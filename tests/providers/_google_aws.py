@@ -9,9 +9,7 @@ from), so botocore's real parsing, event-stream decoding and error handling all 
 
 from __future__ import annotations
 
-import binascii
 import json
-import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -80,13 +78,6 @@ def gemini_chunk(
 # -- AWS event stream ------------------------------------------------------------------------
 
 
-def _header(name: str, value: str) -> bytes:
-    raw_name, raw_value = name.encode(), value.encode()
-    return (
-        bytes([len(raw_name)]) + raw_name + b"\x07" + struct.pack(">H", len(raw_value)) + raw_value
-    )
-
-
 def event_frame(
     event_type: str,
     payload: dict[str, Any],
@@ -94,23 +85,18 @@ def event_frame(
     message_type: str = "event",
     corrupt_crc: bool = False,
 ) -> bytes:
-    """One AWS event-stream message: prelude (total length, headers length, CRC32), typed string
-    headers, JSON payload, message CRC32."""
+    """One AWS event-stream message (the harness's framing: prelude, typed string headers, JSON
+    payload with Bedrock's ``p`` padding, CRCs)."""
+    from openprogram_testing.wire.eventstream import encode_message
+
     type_header = ":exception-type" if message_type == "exception" else ":event-type"
-    headers = (
-        _header(":message-type", message_type)
-        + _header(type_header, event_type)
-        + _header(":content-type", "application/json")
-    )
+    headers = {
+        ":message-type": message_type,
+        type_header: event_type,
+        ":content-type": "application/json",
+    }
     body = json.dumps({**payload, "p": "abcdefgh"}).encode()
-    total = 12 + len(headers) + len(body) + 4
-    prelude = struct.pack(">II", total, len(headers))
-    prelude += struct.pack(">I", binascii.crc32(prelude) & 0xFFFFFFFF)
-    message = prelude + headers + body
-    crc = binascii.crc32(message) & 0xFFFFFFFF
-    if corrupt_crc:
-        crc ^= 0xFFFFFFFF
-    return message + struct.pack(">I", crc)
+    return encode_message(headers, body, bad_crc=corrupt_crc)
 
 
 def event_stream(events: Iterable[tuple[str, dict[str, Any]]]) -> bytes:

@@ -631,3 +631,26 @@ async def test_blocked_real_call_escapes() -> None:
     with guard.allow_model_requests(False), pytest.raises(guard.ModelRequestsBlocked):
         await collect(provider, CTX)
     assert stub.requests == []
+
+
+async def test_a_frame_whose_payload_is_not_json_is_malformed() -> None:
+    """botocore turns such a payload into an empty event; the adapter notices the missing
+    members instead of dropping the frame silently."""
+    from openprogram_testing.wire.eventstream import encode_message
+
+    events = converse_events([("text", "hi")])
+    bad = encode_message(
+        {
+            ":message-type": "event",
+            ":event-type": "contentBlockDelta",
+            ":content-type": "application/json",
+        },
+        b'{"corrupted frame": tru',
+    )
+    data = event_stream(events[:1]) + bad + event_stream(events[2:])
+    _, msg = await collect(bedrock_provider(BedrockStub(Reply(200, data))), CTX)
+    assert (msg.stop_reason, msg.error_retryable) == ("error", True)
+    assert (
+        msg.error_message
+        == "malformed stream frame: contentBlockDelta event without delta, contentBlockIndex"
+    )
