@@ -13,8 +13,9 @@ start with their first ``contentBlockDelta``); deltas carry ``text``, ``toolUse.
 text fragments, the first may be ``""``; none at all means ``{}``) or ``reasoningContent``
 (``text``, ``signature``, ``redactedContent``); ``contentBlockStop``; ``messageStop`` with the
 stop reason; then ``metadata`` with usage, which ends the message.  A stream that ends before
-``messageStop`` is an error; one that ends after ``messageStop`` without ``metadata`` is complete
-(usage unknown).  Stop reasons: ``end_turn``/``stop_sequence`` are ``stop`` (``toolUse`` when
+``metadata`` is an error ("stream ended without a final event"), even after ``messageStop``:
+the terminal frame is the last one, and a cut there lost the usage.  Stop reasons:
+``end_turn``/``stop_sequence`` are ``stop`` (``toolUse`` when
 the message holds calls), ``tool_use`` is ``toolUse``, ``max_tokens`` and
 ``model_context_window_exceeded`` are ``length``; ``guardrail_intervened``/``content_filtered``
 and the ``malformed_*`` reasons are errors naming the reason.
@@ -201,6 +202,9 @@ class BedrockProvider(SDKProvider):
         system += fragment.pop("system", [])
         if system:
             params["system"] = system
+        for tool in fragment.get("toolConfig", {}).get("tools", ()):
+            if not tool["toolSpec"].get("description"):  # optional, but never empty
+                tool["toolSpec"].pop("description", None)
         params.update(fragment)
         inference: dict[str, Any] = {}
         if options.max_tokens is not None:
@@ -448,14 +452,6 @@ class BedrockStreamParser(StreamParser):
                 self.signatures[wi] = self.signatures.get(wi, "") + reasoning["signature"]
             if reasoning.get("redactedContent") is not None:
                 self.signatures[wi] = _b64(reasoning["redactedContent"])
-        return out
-
-    def finish(self) -> Events:
-        if not self.stopped:
-            return super().finish()
-        self.finished = True
-        out = self.b.close_open_blocks()
-        out.append(_terminal(self.b, self.stop_reason, Usage()))
         return out
 
 

@@ -440,18 +440,29 @@ async def test_exception_event_inside_the_stream(code: str, status: int, retryab
 
 
 @pytest.mark.parametrize("cut", ["before_stop", "after_stop"])
-async def test_stream_ending_early(cut: str) -> None:
+async def test_stream_ending_before_the_metadata_frame_is_an_error(cut: str) -> None:
     events = converse_events([("tool", ("t0", "add", ['{"a": 1}']))], "tool_use", metadata=False)
     if cut == "before_stop":
         events = events[:-1]
     _, msg = await collect(bedrock_provider(BedrockStub(Reply(200, event_stream(events)))), CTX)
-    if cut == "before_stop":
-        assert (msg.stop_reason, msg.error_message) == (
-            "error",
-            "stream ended without a final event",
-        )
-    else:  # messageStop arrived: the message is complete, only the usage is unknown
-        assert msg.stop_reason == "toolUse" and msg.usage.input_tokens == 0
+    assert (msg.stop_reason, msg.error_message) == ("error", "stream ended without a final event")
+    assert msg.error_retryable is True
+
+
+async def test_tool_without_description_is_sent_without_one() -> None:
+    stub = BedrockStub(text_round())
+    bare = ToolSpec(name="ping", description="", parameters={"type": "object", "properties": {}})
+    await collect(
+        bedrock_provider(stub), Context(messages=[UserMessage(content="x")], tools=[bare])
+    )
+    assert stub.bodies[0]["toolConfig"]["tools"] == [
+        {
+            "toolSpec": {
+                "name": "ping",
+                "inputSchema": {"json": {"type": "object", "properties": {}}},
+            }
+        }
+    ]
 
 
 @pytest.mark.parametrize("damage", ["crc", "truncated_frame", "garbage"])
