@@ -10,6 +10,7 @@ import asyncio
 import gc
 import importlib.util
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,25 +113,31 @@ ROOT = Path(__file__).resolve().parent.parent
 class _Case:
     name: str
     cassette: str
-    endpoint: str
+    endpoint: str  # regex matched against the first request's URI path; group "model" if any
     prompt: str
     tool: str
     parameters: dict[str, Any]
     result: str
 
 
+_ADD = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"]}
+
 W5_CASES = (
-    _Case("openai-chat", "cassettes/emulator/chat_tool_loop.yaml", "/v1/chat/completions",
-          "What is 2 + 3?", "add",
-          {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-           "required": ["a", "b"]}, "5"),
-    _Case("anthropic", "scenarios/cassettes/anthropic_weather.yaml", "/v1/messages",
+    _Case("openai-chat", "cassettes/emulator/chat_tool_loop.yaml", r"/v1/chat/completions$",
+          "What is 2 + 3?", "add", _ADD, "5"),
+    _Case("anthropic", "scenarios/cassettes/anthropic_weather.yaml", r"/v1/messages$",
           "What is the weather in Paris?", "get_weather",
           {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
           "sunny, 21 C in Paris"),
+    _Case("gemini", "cassettes/emulator/gemini_tool_loop.yaml",
+          r"/v1(?:beta)?/models/(?P<model>[^/:]+):streamGenerateContent$",
+          "What is 2 + 3?", "add", _ADD, "5"),
+    _Case("bedrock", "cassettes/emulator/bedrock_tool_loop.yaml",
+          r"/model/(?P<model>[^/]+)/converse-stream$", "What is 2 + 3?", "add", _ADD, "5"),
 )
 """The project's recordings of a two-request tool loop (a tool call, then the answer), made
-against the loopback emulator by the cassette and scenario tests."""
+against the loopback emulator by the cassette, scenario and provider tests."""
 
 
 def _adapter(case: _Case, base_url: str) -> Any:
@@ -138,9 +145,32 @@ def _adapter(case: _Case, base_url: str) -> Any:
         from openprogram.providers.openai_chat import OpenAIChatProvider
 
         return OpenAIChatProvider(api_key="sk-replay", base_url=base_url + "/v1")
+    if case.name == "gemini":
+        from openprogram.providers.gemini import GeminiProvider
+
+        return GeminiProvider(api_key="replay-key", base_url=base_url)
+    if case.name == "bedrock":
+        from openprogram.providers.bedrock import BedrockProvider
+
+        return BedrockProvider(base_url=base_url, region_name="us-east-1",
+                               aws_access_key_id="AKIDREPLAY", aws_secret_access_key="replay")
     from openprogram.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(api_key="sk-ant-replay", base_url=base_url)
+
+
+def _target(case: _Case, path: Path, first: dict[str, Any]) -> tuple[str, str]:
+    """(base URL, model) of the recording's first request."""
+    from urllib.parse import unquote, urlsplit
+
+    uri = urlsplit(str(first["uri"]))
+    m = re.search(case.endpoint, uri.path)
+    if m is None:
+        raise BenchError(f"W5: {path} was not recorded against {case.endpoint}")
+    base = f"{uri.scheme}://{uri.netloc}{uri.path[: m.start()]}"
+    if "model" in m.groupdict():
+        return base, unquote(m["model"])
+    return base, json.loads(first["body"]).get("model", "test-model")
 
 
 async def _replay_loop(case: _Case, path: Path, provider: Any, model: str) -> float:
@@ -195,7 +225,8 @@ async def _replay_raw(path: Path, interactions: list[dict[str, Any]], client: An
 
 async def w5(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
     reason = _missing("openprogram.providers.openai_chat", "openprogram.providers.anthropic",
-                      "openprogram_testing.cassettes", "openai", "anthropic", "httpx2")
+                      "openprogram_testing.cassettes", "openai", "anthropic", "httpx2",
+                      "google.genai", "boto3")
     if reason:
         return None, reason
     import httpx2
@@ -210,12 +241,8 @@ async def w5(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
         for case in W5_CASES:
             path = ROOT / case.cassette
             interactions = load_interactions(path)
-            first = interactions[0]["request"]
-            uri = str(first["uri"]).split("?", 1)[0]
-            if not uri.endswith(case.endpoint):
-                raise BenchError(f"W5: {path} was not recorded against {case.endpoint}")
-            model = json.loads(first["body"]).get("model", "test-model")
-            provider = _adapter(case, uri[: -len(case.endpoint)])
+            base_url, model = _target(case, path, interactions[0]["request"])
+            provider = _adapter(case, base_url)
             loop_ms: list[float] = []
             raw_ms: list[float] = []
             for i in range(cfg.warmup + cfg.samples):

@@ -197,3 +197,14 @@ def test_the_profiling_target_runs_checked_loops(capsys: pytest.CaptureFixture[s
     hot.main(["--runs", "2", "--rounds", "3", "--calls", "2"])
     out = capsys.readouterr().out
     assert out.startswith("2 runs, ") and out.rstrip().endswith("µs per model call (wall)")
+
+
+def test_smoke_w5_replays_every_adapter_through_its_sdk(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    code = cli.main(["--smoke", "--no-subprocess", "--workloads", "W5", "--output", str(out), "--quiet"])
+    assert code == 0
+    rows = json.loads(out.read_text())["workloads"]["W5"]["results"]
+    for name in ("openai-chat", "anthropic", "gemini", "bedrock"):
+        for kind in ("openprogram", "vcrpy raw"):
+            row = rows[f"{kind} ({name})"]
+            assert 0 < row["min"] <= row["median"] <= row["max"]

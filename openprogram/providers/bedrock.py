@@ -38,6 +38,7 @@ import base64
 import binascii
 import contextlib
 import json
+import socket
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -136,6 +137,27 @@ class _Worker:
         if response is not None:
             with contextlib.suppress(Exception):
                 response.close()
+
+    def abort(self) -> None:
+        """Stop the call from the event loop without blocking it: closing a response blocks
+        while the worker is inside a read of it (the buffered reader's lock), so the socket is
+        shut down first (which ends that read at once) and the close runs on its own thread."""
+        self.cancelled = True
+        with self.lock:
+            response = self.response
+        sock = _socket_of(response)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        threading.Thread(target=self.close, name="openprogram-bedrock-close", daemon=True).start()
+
+
+def _socket_of(response: Any) -> socket.socket | None:
+    """The TCP socket under a botocore EventStream (urllib3 response → connection → socket)."""
+    raw = getattr(response, "_raw_stream", None)
+    connection = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 class BedrockProvider(SDKProvider):
@@ -266,8 +288,7 @@ class BedrockProvider(SDKProvider):
         finally:
             # cancelling this task cancels ``finished`` too: "not resolved by the worker"
             if finished.cancelled() or not finished.done():
-                worker.cancelled = True
-                worker.close()
+                worker.abort()
 
     # -- responses --------------------------------------------------------------------------
     def _parser(self, builder: MessageBuilder) -> StreamParser:
