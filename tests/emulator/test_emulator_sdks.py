@@ -1045,11 +1045,11 @@ async def test_an_emulator_bug_is_a_clear_500_not_a_hang(emu, monkeypatch):
 
 def test_fixture_and_readme_example_in_a_pytest_run(pytester):
     """One inner pytest run (each costs a plugin load): the fixture fails a test that leaves a
-    turn unplayed, stops its emulator anyway, and the README's example passes."""
+    turn unplayed, stops its emulator anyway, and the first example of docs/emulator.md passes."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "emulator.md").read_text(encoding="utf-8")
-    section = readme
+    page = Path(__file__).resolve().parents[2] / "docs" / "emulator.md"
+    section = page.read_text(encoding="utf-8")
     code = section[section.index("```python\n") + 10:]
     code = code[: code.index("```")]
     pytester.makepyfile(
