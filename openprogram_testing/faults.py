@@ -29,6 +29,8 @@ from openprogram.providers.wire import WireAPI
 
 from .wire import FORMATS, WireFormat, detect_format, eventstream, route
 from .wire import anthropic as _anthropic
+from .wire import bedrock as _bedrock
+from .wire import gemini as _gemini
 from .wire import openai_chat as _chat
 from .wire import openai_responses as _responses
 from .wire.bedrock import bedrock_error
@@ -325,6 +327,7 @@ _INJECTORS = {
     "openai_chat": _chat.inject_error,
     "openai_responses": _responses.inject_error,
     "anthropic": _anthropic.inject_error,
+    "gemini": _gemini.inject_error,
 }
 
 
@@ -333,14 +336,19 @@ class GarbleToolArguments(Mutation):
     """The argument fragments of tool call ``i`` (0-based, in stream order) no longer form valid
     JSON: the first fragment gets :data:`GARBLE_PREFIX` in front, and the frames that repeat the
     full arguments (Responses ``.done``/``output_item.done``/``response.completed``) agree.
-    Streams of the SSE formats whose arguments arrive in fragments (OpenAI, Anthropic)."""
+    Streams whose arguments arrive as text fragments: OpenAI, Anthropic, Bedrock Converse (not
+    Gemini, whose calls arrive whole as objects)."""
 
     i: int
 
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
-        api = response.wire(frames).api
-        garble = _GARBLERS.get(api) if not (frames and isinstance(frames[0], bytes)) else None
+        wire = response.wire(frames)
+        api = wire.api
+        if frames and isinstance(frames[0], bytes):
+            garble: Any = _bedrock.garble if wire is FORMATS["bedrock"] else None
+        else:
+            garble = _GARBLERS.get(api)
         if garble is None:
             raise FaultError(f"{self!r}: not available for {api} streams")
         found = garble(frames, self.i)
@@ -353,7 +361,9 @@ class GarbleToolArguments(Mutation):
 class InjectError(Mutation):
     """After the first ``after_frame`` frames the stream carries an error event in the API's own
     format (OpenAI chat ``data: {"error": ...}``, Responses ``event: error``, Anthropic
-    ``event: error`` with ``overloaded_error``) and ends there, as the providers do."""
+    ``event: error`` with ``overloaded_error``, Gemini ``data: {"error": ... UNAVAILABLE}``,
+    Bedrock an event-stream ``serviceUnavailableException`` message) and ends there, as the
+    providers do."""
 
     after_frame: int
     message: str = "injected mid-stream error"
@@ -362,10 +372,11 @@ class InjectError(Mutation):
         frames = response.frames(self)
         _check_frame(self, self.after_frame, frames, allow_end=True)
         api = response.wire(frames).api
-        inject = _INJECTORS.get(api) if not (frames and isinstance(frames[0], bytes)) else None
-        if inject is None:
-            raise FaultError(f"{self!r}: not available for {api} streams")
-        response.set_frames([*frames[: self.after_frame], inject(self.message, self.after_frame)])
+        if frames and isinstance(frames[0], bytes):
+            error: Any = _bedrock.inject_error(self.message, self.after_frame)
+        else:
+            error = _INJECTORS[api](self.message, self.after_frame)
+        response.set_frames([*frames[: self.after_frame], error])
 
 
 @dataclass(frozen=True)

@@ -319,16 +319,32 @@ def stream_plan(
     return _timing(plan, faults)
 
 
+_PATHS = {
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+    "gemini": "/v1beta/models/m:streamGenerateContent",
+    "bedrock": "/model/m/converse-stream",
+}
+
+
 def _edited(wire: WireFormat, units: list[_Unit], content: Sequence[Mutation]) -> list[_Unit]:
-    """Frames after garbling/injection, done by the fault mutations on the SSE text."""
-    text = b"".join(u.encode(False, False) for u in units).decode()
-    response = MutableResponse(200, "OK", {"content-type": ["text/event-stream"]}, text)
-    response.path = {
-        "openai_chat": "/v1/chat/completions",
-        "openai_responses": "/v1/responses",
-    }.get(wire.api, "/v1/messages")
+    """Frames after garbling/injection, done by the fault mutations on the encoded body."""
+    body = b"".join(u.encode(False, False) for u in units)
+    if isinstance(getattr(wire, "framing", None), EventStream):
+        path = (
+            "/model/m/invoke-with-response-stream" if wire.api == "anthropic" else _PATHS["bedrock"]
+        )
+        ctype = eventstream.CONTENT_TYPE
+        response = MutableResponse(200, "OK", {"content-type": [ctype]}, body, path=path)
+        apply_mutations(response, content)
+        return [_message_unit(wire, m) for m in eventstream.split_messages(response.body_bytes())]
+    text = body.decode()
+    ctype = "text/event-stream"
+    response = MutableResponse(200, "OK", {"content-type": [ctype]}, text, path=_PATHS[wire.api])
     apply_mutations(response, content)
-    return [_sse_unit(wire, f, "\n") for f in sse.split_frames(response.text)]
+    newline = "\r\n" if "\r\n" in text[:4096] else "\n"
+    return [_sse_unit(wire, f, newline) for f in sse.split_frames(response.text)]
 
 
 def _sse_unit(wire: WireFormat, frame: str, newline: str) -> _Unit:

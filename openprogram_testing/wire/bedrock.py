@@ -43,14 +43,23 @@ from .base import (
     arguments_object,
     as_dict,
     dicts,
+    dumps,
     number,
     pieces,
     tool_spec,
 )
-from .eventstream import EventStream
+from .eventstream import EventStream, decode_message, encode_message
 from .eventstream import Message as EventMessage
+from .openai_chat import GARBLE_PREFIX
 
-__all__ = ["ERROR_NAMES", "BedrockConverse", "BedrockInvoke", "bedrock_error"]
+__all__ = [
+    "ERROR_NAMES",
+    "BedrockConverse",
+    "BedrockInvoke",
+    "bedrock_error",
+    "garble",
+    "inject_error",
+]
 
 STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
 
@@ -329,3 +338,42 @@ class BedrockInvoke(Anthropic):
         except (ValueError, KeyError, TypeError):
             return False
         return isinstance(inner, dict) and inner.get("type") == "message_stop"
+
+
+def inject_error(message: str, after_frame: int) -> bytes:
+    """The in-stream exception message Bedrock sends when the service is overloaded (the same
+    for Converse and InvokeModel streams)."""
+    frame = _exception_frame(503, message)
+    return EventStream().encode(frame)
+
+
+def garble(messages: list[bytes], i: int) -> int:
+    """Garble Converse tool use ``i``: its first ``toolUse.input`` fragment gets
+    :data:`~.openai_chat.GARBLE_PREFIX` in front (CRCs recomputed); returns how many tool uses
+    the stream has."""
+    seen = 0
+    target: Any = None
+    for pos, raw in enumerate(messages):
+        try:
+            message = decode_message(raw)
+            payload = json.loads(message.payload)
+        except ValueError:
+            continue
+        if not isinstance(payload, dict):
+            continue
+        if message.event_type == "contentBlockStart" and "toolUse" in as_dict(payload.get("start")):
+            if seen == i:
+                target = payload.get("contentBlockIndex")
+            seen += 1
+        elif (
+            target is not None
+            and message.event_type == "contentBlockDelta"
+            and payload.get("contentBlockIndex") == target
+            and "toolUse" in as_dict(payload.get("delta"))
+        ):
+            use = payload["delta"]["toolUse"]
+            use["input"] = GARBLE_PREFIX + str(use.get("input") or "")
+            headers = {k: v for k, v in message.headers.items() if isinstance(v, str)}
+            messages[pos] = encode_message(headers, dumps(payload).encode())
+            target = None
+    return seen

@@ -45,9 +45,9 @@ from .base import (
     pieces,
     tool_spec,
 )
-from .sse import SSE, frame_json
+from .sse import SSE, frame_json, with_data
 
-__all__ = ["STATUS_NAMES", "Gemini", "gemini_error"]
+__all__ = ["STATUS_NAMES", "Gemini", "gemini_error", "inject_error"]
 
 FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "toolUse": "STOP"}
 
@@ -259,3 +259,8 @@ def _tool_choice(config: dict[str, Any]) -> ToolChoice | None:
     if mode == "ANY" and isinstance(names, list) and len(names) == 1:
         return {"type": "function", "name": str(names[0])}
     return {"AUTO": "auto", "ANY": "required", "NONE": "none"}.get(str(mode))
+
+
+def inject_error(message: str, after_frame: int) -> str:
+    """The in-stream error document Gemini sends (503 ``UNAVAILABLE``, the overloaded model)."""
+    return with_data("", gemini_error(503, message, ""))

@@ -614,3 +614,25 @@ def test_gemini_chunks_have_the_recorded_shape(emu):
     assert "candidates.finishReason" in keys(real[-1]) and "candidates.finishReason" in keys(
         ours[-1]
     )
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_inject_error_fault(emu, endpoint):
+    from openprogram_testing.faults import InjectError
+
+    emu.add(turn("hello", chunk_size=1), faults=[InjectError(2, "busy")])
+    frames = frames_of(endpoint, post(emu, endpoint).content)
+    assert len(frames) == 3
+    if endpoint == "gemini":
+        assert json.loads(sse.frame_data(frames[2]) or "")["error"]["status"] == "UNAVAILABLE"
+    else:
+        assert eventstream.decode_message(frames[2]).headers[":message-type"] == "exception"
+
+
+def test_garble_fault_on_converse_stream(emu):
+    from openprogram_testing.faults import GARBLE_PREFIX, GarbleToolArguments
+
+    emu.add(turn(call("add", {"a": 1}), chunk_size=3), faults=[GarbleToolArguments(0)])
+    events = payloads(post(emu, "bedrock").content)
+    text = "".join(p["delta"]["toolUse"]["input"] for e, p in events if e == "contentBlockDelta")
+    assert text == GARBLE_PREFIX + '{"a": 1}'

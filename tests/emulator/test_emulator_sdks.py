@@ -75,8 +75,12 @@ async def _close_clients() -> Any:
 
 def oai(emu: ProviderEmulator, **kw: Any) -> openai.AsyncOpenAI:
     kw.setdefault("max_retries", 0)
-    client = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key="test",
-                                http_client=openai.DefaultAsyncHttpxClient(verify=_TLS), **kw)
+    client = openai.AsyncOpenAI(
+        base_url=emu.openai_base_url,
+        api_key="test",
+        http_client=openai.DefaultAsyncHttpxClient(verify=_TLS),
+        **kw,
+    )
     _CLIENTS.append(client)
     return client
 
@@ -84,8 +88,11 @@ def oai(emu: ProviderEmulator, **kw: Any) -> openai.AsyncOpenAI:
 def ant(emu: ProviderEmulator, **kw: Any) -> anthropic.AsyncAnthropic:
     kw.setdefault("max_retries", 0)
     client = anthropic.AsyncAnthropic(
-        base_url=emu.anthropic_base_url, api_key="test",
-        http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS), **kw)
+        base_url=emu.anthropic_base_url,
+        api_key="test",
+        http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS),
+        **kw,
+    )
     _CLIENTS.append(client)
     return client
 
@@ -93,8 +100,13 @@ def ant(emu: ProviderEmulator, **kw: Any) -> anthropic.AsyncAnthropic:
 # -- a normalised view of one SDK response ---------------------------------------------------
 
 
-def _norm(text: str, thinking: list[tuple[str, str | None]], calls: list[tuple[str, str, Any]],
-          stop: str, usage: tuple[int, int, int]) -> dict[str, Any]:
+def _norm(
+    text: str,
+    thinking: list[tuple[str, str | None]],
+    calls: list[tuple[str, str, Any]],
+    stop: str,
+    usage: tuple[int, int, int],
+) -> dict[str, Any]:
     return {"text": text, "thinking": thinking, "calls": calls, "stop": stop, "usage": usage}
 
 
@@ -123,9 +135,12 @@ async def _ask_chat(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict[str,
         assert u is not None
         cached = u.prompt_tokens_details.cached_tokens if u.prompt_tokens_details else 0
         return _norm(
-            msg.content or "", [(reasoning, None)] if reasoning else [],
+            msg.content or "",
+            [(reasoning, None)] if reasoning else [],
             [(c.id, c.function.name, _args(c.function.arguments)) for c in msg.tool_calls or []],
-            {"stop": "stop", "length": "length", "tool_calls": "toolUse"}[r.choices[0].finish_reason],
+            {"stop": "stop", "length": "length", "tool_calls": "toolUse"}[
+                r.choices[0].finish_reason
+            ],
             (u.prompt_tokens - (cached or 0), u.completion_tokens, cached or 0),
         )
     stream_ = await client.chat.completions.create(
@@ -151,7 +166,8 @@ async def _ask_chat(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict[str,
     assert usage is not None and finish is not None
     cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else 0
     return _norm(
-        text, [(reasoning, None)] if reasoning else [],
+        text,
+        [(reasoning, None)] if reasoning else [],
         [(i, n, _args(a)) for i, n, a in (calls[k] for k in sorted(calls))],
         {"stop": "stop", "length": "length", "tool_calls": "toolUse"}[finish],
         (usage.prompt_tokens - (cached or 0), usage.completion_tokens, cached or 0),
@@ -161,8 +177,10 @@ async def _ask_chat(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict[str,
 async def _ask_responses(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict[str, Any]:
     client = oai(emu)
     if stream:
-        events = [ev async for ev in await client.responses.create(
-            model="m", input="hi", stream=True, **kw)]
+        events = [
+            ev
+            async for ev in await client.responses.create(model="m", input="hi", stream=True, **kw)
+        ]
         assert events[-1].type in ("response.completed", "response.incomplete")
         r = events[-1].response
         # the items streamed one by one are the ones the terminal event lists
@@ -181,8 +199,9 @@ async def _ask_responses(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict
     stop = "length" if r.status == "incomplete" else ("toolUse" if calls else "stop")
     assert r.usage is not None
     cached = r.usage.input_tokens_details.cached_tokens
-    return _norm(text, thinking, calls, stop,
-                 (r.usage.input_tokens - cached, r.usage.output_tokens, cached))
+    return _norm(
+        text, thinking, calls, stop, (r.usage.input_tokens - cached, r.usage.output_tokens, cached)
+    )
 
 
 async def _ask_anthropic(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict[str, Any]:
@@ -206,8 +225,13 @@ async def _ask_anthropic(emu: ProviderEmulator, stream: bool, **kw: Any) -> dict
             calls.append((b.id, b.name, b.input))
     stop = {"end_turn": "stop", "max_tokens": "length", "tool_use": "toolUse"}[m.stop_reason]
     u = m.usage
-    return _norm(text, thinking, calls, stop,
-                 (u.input_tokens, u.output_tokens, u.cache_read_input_tokens or 0))
+    return _norm(
+        text,
+        thinking,
+        calls,
+        stop,
+        (u.input_tokens, u.output_tokens, u.cache_read_input_tokens or 0),
+    )
 
 
 # -- content, stop reasons, usage across the three APIs --------------------------------------
@@ -220,8 +244,13 @@ SCENARIOS: dict[str, tuple[ScriptedTurn | str, dict[str, Any]]] = {
     ),
     "parallel_calls": (
         turn(call("add", {"a": 1}), call("mul", {"x": [1, 2]}, id="custom_id")),
-        _norm("", [], [("call_0", "add", {"a": 1}), ("custom_id", "mul", {"x": [1, 2]})],
-              "toolUse", (0, 0, 0)),
+        _norm(
+            "",
+            [],
+            [("call_0", "add", {"a": 1}), ("custom_id", "mul", {"x": [1, 2]})],
+            "toolUse",
+            (0, 0, 0),
+        ),
     ),
     "text_and_call": (
         turn("Let me add.", call("add", {"a": 1})),
@@ -308,11 +337,25 @@ def sse_events(text: str) -> list[tuple[str | None, str]]:
 
 
 async def test_chat_chunks_have_the_real_shape(emu):
-    emu.add(turn("hi", call("a", {"k": "vvvvv"}), call("b", {"k": 1}), chunk_size=3,
-                 usage=Usage(input_tokens=2, output_tokens=3)))
-    r = await raw_post(emu, "/v1/chat/completions", {
-        "model": "gpt-x", "messages": USER, "stream": True,
-        "stream_options": {"include_usage": True}})
+    emu.add(
+        turn(
+            "hi",
+            call("a", {"k": "vvvvv"}),
+            call("b", {"k": 1}),
+            chunk_size=3,
+            usage=Usage(input_tokens=2, output_tokens=3),
+        )
+    )
+    r = await raw_post(
+        emu,
+        "/v1/chat/completions",
+        {
+            "model": "gpt-x",
+            "messages": USER,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    )
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/event-stream")
     assert r.headers["transfer-encoding"] == "chunked"
@@ -342,8 +385,9 @@ async def test_chat_chunks_have_the_real_shape(emu):
 
 async def test_chat_usage_chunk_only_when_requested(emu):
     emu.add("hi")
-    r = await raw_post(emu, "/v1/chat/completions", {"model": "m", "messages": USER,
-                                                    "stream": True})
+    r = await raw_post(
+        emu, "/v1/chat/completions", {"model": "m", "messages": USER, "stream": True}
+    )
     chunks = [json.loads(d) for _, d in sse_events(r.text)[:-1]]
     assert all(c["choices"] for c in chunks)
     assert all("usage" not in c for c in chunks)
@@ -368,10 +412,16 @@ async def test_responses_events_have_the_real_shape(emu):
 
 
 async def test_anthropic_events_have_the_real_shape(emu):
-    emu.add(turn("hello", call("f", {"x": 1}), chunk_size=2,
-                 usage=Usage(input_tokens=4, output_tokens=9)))
-    r = await raw_post(emu, "/v1/messages", {"model": "claude-x", "max_tokens": 10,
-                                            "messages": USER, "stream": True})
+    emu.add(
+        turn(
+            "hello", call("f", {"x": 1}), chunk_size=2, usage=Usage(input_tokens=4, output_tokens=9)
+        )
+    )
+    r = await raw_post(
+        emu,
+        "/v1/messages",
+        {"model": "claude-x", "max_tokens": 10, "messages": USER, "stream": True},
+    )
     events = sse_events(r.text)
     datas = [json.loads(d) for _, d in events]
     assert [e for e, _ in events] == [d["type"] for d in datas]
@@ -383,17 +433,25 @@ async def test_anthropic_events_have_the_real_shape(emu):
     assert datas[-2]["usage"]["output_tokens"] == 9
     starts = [d for d in datas if d["type"] == "content_block_start"]
     assert [s["content_block"]["type"] for s in starts] == ["text", "tool_use"]
-    assert starts[1]["content_block"] == {"type": "tool_use", "id": "call_0", "name": "f",
-                                          "input": {}}
-    json_deltas = [d["delta"]["partial_json"] for d in datas
-                   if d["type"] == "content_block_delta" and d["index"] == 1]
+    assert starts[1]["content_block"] == {
+        "type": "tool_use",
+        "id": "call_0",
+        "name": "f",
+        "input": {},
+    }
+    json_deltas = [
+        d["delta"]["partial_json"]
+        for d in datas
+        if d["type"] == "content_block_delta" and d["index"] == 1
+    ]
     assert json_deltas[0] == "" and json.loads("".join(json_deltas)) == {"x": 1}
 
 
 async def test_anthropic_empty_input_streams_only_an_empty_fragment(emu):
     emu.add(turn(call("now")))
-    r = await raw_post(emu, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": USER,
-                                            "stream": True})
+    r = await raw_post(
+        emu, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": USER, "stream": True}
+    )
     deltas = [json.loads(d)["delta"] for e, d in sse_events(r.text) if e == "content_block_delta"]
     assert deltas == [{"type": "input_json_delta", "partial_json": ""}]
 
@@ -426,8 +484,12 @@ async def test_error_turn_defaults_to_500(emu):
     with pytest.raises(openai.InternalServerError) as info:
         await ask(emu, "openai_chat", False)
     assert info.value.status_code == 500
-    assert info.value.body == {"message": "boom", "type": "server_error", "param": None,
-                               "code": None}
+    assert info.value.body == {
+        "message": "boom",
+        "type": "server_error",
+        "param": None,
+        "code": None,
+    }
 
 
 async def test_error_turn_with_parts_streams_then_errors_in_band(emu):
@@ -435,13 +497,14 @@ async def test_error_turn_with_parts_streams_then_errors_in_band(emu):
     client = ant(emu)
     seen = []
     with pytest.raises(anthropic.APIStatusError) as info:
-        stream = await client.messages.create(model="m", max_tokens=5, messages=USER,
-                                              stream=True)
+        stream = await client.messages.create(model="m", max_tokens=5, messages=USER, stream=True)
         async for ev in stream:
             seen.append(ev.type)
     assert "content_block_delta" in seen
-    assert info.value.body["error"] == {"type": "overloaded_error",
-                                        "message": "overloaded mid-stream"}
+    assert info.value.body["error"] == {
+        "type": "overloaded_error",
+        "message": "overloaded mid-stream",
+    }
 
 
 async def test_chat_in_band_error_raises_api_error(emu):
@@ -471,13 +534,21 @@ async def test_aborted_turn_is_served_as_an_error(emu):
 async def test_cut_turn_ends_without_terminal_frames(emu, api):
     emu.add(cut_turn("partial text", chunk_size=4))
     body = {"model": "m", "stream": True, "max_tokens": 5, "messages": USER, "input": "x"}
-    path = {"openai_chat": "/v1/chat/completions", "openai_responses": "/v1/responses",
-            "anthropic": "/v1/messages"}[api]
+    path = {
+        "openai_chat": "/v1/chat/completions",
+        "openai_responses": "/v1/responses",
+        "anthropic": "/v1/messages",
+    }[api]
     r = await raw_post(emu, path, body)
     assert r.status_code == 200
     text = r.text
-    for terminal in ("[DONE]", "response.completed", "message_stop", "message_delta",
-                     "finish_reason\":\"stop"):
+    for terminal in (
+        "[DONE]",
+        "response.completed",
+        "message_stop",
+        "message_delta",
+        'finish_reason":"stop',
+    ):
         assert terminal not in text
     assert "part" in text
 
@@ -543,19 +614,24 @@ async def test_sdk_retries_through_a_429_slot(emu):
     emu.assert_complete()
 
 
-@pytest.mark.parametrize(("api", "received"), [
-    ("openai_chat", 3), ("openai_responses", 3), ("anthropic", 2),  # anthropic: ping is frame 2
-])
+@pytest.mark.parametrize(
+    ("api", "received"),
+    [
+        ("openai_chat", 3),
+        ("openai_responses", 3),
+        ("anthropic", 2),  # anthropic: ping is frame 2
+    ],
+)
 async def test_disconnect_after_n_frames(emu, api, received):
     emu.add(turn("hello world", chunk_size=2), faults=[Fault.disconnect_after(3)])
     seen: list[Any] = []
     with pytest.raises((openai.APIConnectionError, httpx2.TransportError)):
         if api == "anthropic":
-            stream = await ant(emu).messages.create(model="m", max_tokens=5, messages=USER,
-                                                    stream=True)
+            stream = await ant(emu).messages.create(
+                model="m", max_tokens=5, messages=USER, stream=True
+            )
         elif api == "openai_chat":
-            stream = await oai(emu).chat.completions.create(model="m", messages=USER,
-                                                            stream=True)
+            stream = await oai(emu).chat.completions.create(model="m", messages=USER, stream=True)
         else:
             stream = await oai(emu).responses.create(model="m", input="x", stream=True)
         async for ev in stream:
@@ -575,21 +651,25 @@ async def test_bare_disconnect_slot(emu):
         await ask(emu, "anthropic", False)
 
 
-@pytest.mark.parametrize(("api", "terminal"), [
-    ("openai_chat", None), ("openai_responses", "response.completed"),
-    ("anthropic", "message_stop"),
-])
+@pytest.mark.parametrize(
+    ("api", "terminal"),
+    [
+        ("openai_chat", None),
+        ("openai_responses", "response.completed"),
+        ("anthropic", "message_stop"),
+    ],
+)
 async def test_no_terminal_frame(emu, api, terminal):
     emu.add("hello", faults=[Fault.no_terminal()])
     if api == "openai_chat":
-        r = await raw_post(emu, "/v1/chat/completions",
-                           {"model": "m", "messages": USER, "stream": True})
+        r = await raw_post(
+            emu, "/v1/chat/completions", {"model": "m", "messages": USER, "stream": True}
+        )
         assert "[DONE]" not in r.text
         assert '"finish_reason":"stop"' in r.text
         return
     if api == "anthropic":
-        stream = await ant(emu).messages.create(model="m", max_tokens=5, messages=USER,
-                                                stream=True)
+        stream = await ant(emu).messages.create(model="m", max_tokens=5, messages=USER, stream=True)
     else:
         stream = await oai(emu).responses.create(model="m", input="x", stream=True)
     types = [ev.type async for ev in stream]  # the body ends cleanly: no exception
@@ -629,8 +709,9 @@ async def test_stall_times_the_client_out(emu, api, stream):
         else:
             client2 = ant(emu, timeout=0.3)
             if stream:
-                s2 = await client2.messages.create(model="m", max_tokens=5, messages=USER,
-                                                   stream=True)
+                s2 = await client2.messages.create(
+                    model="m", max_tokens=5, messages=USER, stream=True
+                )
                 async for _ in s2:
                     pass
             else:
@@ -643,7 +724,10 @@ async def test_stall_times_the_client_out(emu, api, stream):
 
 
 async def test_latency_slows_every_frame_but_keeps_content(emu):
-    emu.add("abcdef", faults=[Fault.latency(0.02)], )
+    emu.add(
+        "abcdef",
+        faults=[Fault.latency(0.02)],
+    )
     emu.chunk_size = 1
     started = time.monotonic()
     got = await ask(emu, "anthropic", True)
@@ -660,10 +744,17 @@ async def test_turn_delay_is_per_frame_latency(emu):
     assert time.monotonic() - started >= 0.15
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Fault.status(200), lambda: Fault.status(700), lambda: Fault.disconnect_after(-1),
-    lambda: Fault.malformed_frame(1.5), lambda: Fault.stall(-1), lambda: Fault.latency("x"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Fault.status(200),
+        lambda: Fault.status(700),
+        lambda: Fault.disconnect_after(-1),
+        lambda: Fault.malformed_frame(1.5),
+        lambda: Fault.stall(-1),
+        lambda: Fault.latency("x"),
+    ],
+)
 def test_fault_arguments_are_validated(make):
     with pytest.raises(ValueError, match="Fault"):
         make()
@@ -688,7 +779,11 @@ async def test_requests_are_recorded(emu):
     await ant(emu).messages.create(model="claude-q", max_tokens=9, messages=USER, stream=True)
     first, second = emu.requests
     assert (first.method, first.path, first.api, first.stream) == (
-        "POST", "/v1/chat/completions", "openai_chat", False)
+        "POST",
+        "/v1/chat/completions",
+        "openai_chat",
+        False,
+    )
     assert first.headers["authorization"] == "Bearer test"
     assert first.body["model"] == "gpt-q" and first.json is first.body
     assert first.model_request.temperature == 0.5
@@ -712,16 +807,35 @@ async def test_responder_sees_the_parsed_chat_request(emu):
         messages=[
             {"role": "system", "content": "be brief"},
             {"role": "user", "content": "add 1 and 2"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
-                {"id": "c2", "type": "function", "function": {"name": "add", "arguments": "{bad"}},
-            ]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "add", "arguments": "{bad"},
+                    },
+                ],
+            },
             {"role": "tool", "tool_call_id": "c1", "content": "3"},
             {"role": "tool", "tool_call_id": "c2", "content": "invalid"},
         ],
-        tools=[{"type": "function", "function": {
-            "name": "add", "description": "adds", "parameters": {"type": "object"}}}],
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "add",
+                    "description": "adds",
+                    "parameters": {"type": "object"},
+                },
+            }
+        ],
         tool_choice={"type": "function", "function": {"name": "add"}},
         parallel_tool_calls=False,
         max_completion_tokens=50,
@@ -758,13 +872,17 @@ async def test_responder_sees_the_parsed_responses_request(emu):
         instructions="sys",
         input=[
             {"role": "user", "content": [{"type": "input_text", "text": "go"}]},
-            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text",
-                                                            "text": "think"}]},
+            {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "think"}],
+            },
             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "c1", "output": "done"},
         ],
-        tools=[{"type": "function", "name": "f", "parameters": {"type": "object"},
-                "strict": False}],
+        tools=[
+            {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": False}
+        ],
         tool_choice="required",
     )
     (req,) = seen
@@ -781,18 +899,30 @@ async def test_responder_sees_the_parsed_anthropic_request(emu):
     seen: list[ModelRequest] = []
     emu.add(lambda req: seen.append(req) or "ok")
     await ant(emu).messages.create(
-        model="m", max_tokens=5,
+        model="m",
+        max_tokens=5,
         system=[{"type": "text", "text": "sys"}],
         messages=[
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": [
-                {"type": "thinking", "thinking": "t", "signature": "s"},
-                {"type": "tool_use", "id": "tu1", "name": "f", "input": {"x": 1}},
-            ]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "tu1", "content": "bad", "is_error": True},
-                {"type": "text", "text": "and now?"},
-            ]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "s"},
+                    {"type": "tool_use", "id": "tu1", "name": "f", "input": {"x": 1}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "tu1",
+                        "content": "bad",
+                        "is_error": True,
+                    },
+                    {"type": "text", "text": "and now?"},
+                ],
+            },
         ],
         tools=[{"name": "f", "description": "d", "input_schema": {"type": "object"}}],
         tool_choice={"type": "any", "disable_parallel_tool_use": True},
@@ -940,8 +1070,11 @@ def test_serve_and_main_emulator_run_until_stopped():
 
     lines: list[str] = []
     stop2 = threading.Event()
-    thread = threading.Thread(target=lambda: lines.append(
-        str(main_emulator(["hi"], stop_event=stop2, write=lines.append))))
+    thread = threading.Thread(
+        target=lambda: lines.append(
+            str(main_emulator(["hi"], stop_event=stop2, write=lines.append))
+        )
+    )
     thread.start()
     for _ in range(200):
         if lines:
@@ -967,29 +1100,42 @@ def test_main_emulator_reports_a_busy_port():
 
 
 async def test_from_cassette_serves_recorded_streams(conformance_cassettes):
-    path = conformance_cassettes / "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml"
+    path = (
+        conformance_cassettes
+        / "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml"
+    )
     with ProviderEmulator.from_cassette(path) as e:
         async with ant(e).messages.stream(model="m", max_tokens=5, messages=USER) as s:
             m = await s.get_final_message()
         assert [b.type for b in m.content] == ["text", "tool_use", "tool_use"]
-        assert [b.input for b in m.content[1:]] == [{"password": "mellon"},
-                                                    {"password": "radiance"}]
+        assert [b.input for b in m.content[1:]] == [
+            {"password": "mellon"},
+            {"password": "radiance"},
+        ]
         assert e.remaining == 1
 
 
 async def test_from_cassette_serves_gzip_json_and_errors(conformance_cassettes):
-    sync = conformance_cassettes / "mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml"
+    sync = (
+        conformance_cassettes / "mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml"
+    )
     with ProviderEmulator.from_cassette(sync, strict=False) as e:
         r = await oai(e).chat.completions.create(model="m", messages=USER)
         assert len(r.choices[0].message.tool_calls) == 2
-    err = conformance_cassettes / "mirascope/test_model_not_found_stream/openai_gpt_4o_completions.yaml"
+    err = (
+        conformance_cassettes
+        / "mirascope/test_model_not_found_stream/openai_gpt_4o_completions.yaml"
+    )
     with ProviderEmulator.from_cassette(err, strict=False) as e:
         with pytest.raises(openai.NotFoundError, match="does not exist"):
             await ask(e, "openai_chat", True)
 
 
 async def test_from_cassette_faults_apply_to_recorded_frames(conformance_cassettes):
-    path = conformance_cassettes / "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml"
+    path = (
+        conformance_cassettes
+        / "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml"
+    )
     with pytest.raises(ValueError, match="no interaction 9"):
         ProviderEmulator.from_cassette(path, faults={9: [Fault.no_terminal()]})
     with ProviderEmulator.from_cassette(
@@ -998,15 +1144,19 @@ async def test_from_cassette_faults_apply_to_recorded_frames(conformance_cassett
         client = ant(e)
         seen: list[str] = []
         with pytest.raises((anthropic.APIConnectionError, httpx2.TransportError)):
-            stream = await client.messages.create(model="m", max_tokens=5, messages=USER,
-                                                  stream=True)
+            stream = await client.messages.create(
+                model="m", max_tokens=5, messages=USER, stream=True
+            )
             async for ev in stream:
                 seen.append(ev.type)
         # the recording's frames 0-3 (its ping comes later, as frame 4)
-        assert seen == ["message_start", "content_block_start", "content_block_delta",
-                        "content_block_delta"]
-        stream = await client.messages.create(model="m", max_tokens=5, messages=USER,
-                                              stream=True)
+        assert seen == [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+        ]
+        stream = await client.messages.create(model="m", max_tokens=5, messages=USER, stream=True)
         types = [ev.type async for ev in stream]
         assert types[-1] == "message_delta"
 
@@ -1050,7 +1200,7 @@ def test_fixture_and_readme_example_in_a_pytest_run(pytester):
 
     page = Path(__file__).resolve().parents[2] / "docs" / "emulator.md"
     section = page.read_text(encoding="utf-8")
-    code = section[section.index("```python\n") + 10:]
+    code = section[section.index("```python\n") + 10 :]
     code = code[: code.index("```")]
     pytester.makepyfile(
         test_emulator_readme_example=code,
@@ -1065,11 +1215,14 @@ def test_fixture_and_readme_example_in_a_pytest_run(pytester):
                         if t.name.startswith("provider-emulator")]
         """,
     )
-    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+    )
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(["*ERROR at teardown of test_leftover*",
-                                 "*UnconsumedTurns*never requested*"])
+    result.stdout.fnmatch_lines(
+        ["*ERROR at teardown of test_leftover*", "*UnconsumedTurns*never requested*"]
+    )
 
 
 async def test_concurrent_requests_are_served_in_arrival_order(emu):
@@ -1108,8 +1261,9 @@ async def test_responses_redacted_reasoning_is_encrypted_content_only(emu, strea
 async def test_anthropic_beta_query_string_is_served_and_recorded(emu):
     emu.add("beta ok")
     # recorded beta clients call /v1/messages?beta=true (this SDK version adds no query itself)
-    m = await ant(emu).messages.create(model="m", max_tokens=5, messages=USER,
-                                       extra_query={"beta": "true"})
+    m = await ant(emu).messages.create(
+        model="m", max_tokens=5, messages=USER, extra_query={"beta": "true"}
+    )
     assert m.content[0].text == "beta ok"
     (req,) = emu.requests
     assert (req.path, req.query, req.api) == ("/v1/messages", "beta=true", "anthropic")

@@ -11,11 +11,14 @@ import pytest
 
 from openprogram_testing.cassettes import load_interactions
 from openprogram_testing.faults import (
+    GARBLE_PREFIX,
     CorruptCrc,
     CorruptFrame,
     DropTerminal,
     FaultError,
+    GarbleToolArguments,
     HttpError,
+    InjectError,
     MutableResponse,
     Stall,
     TruncateAfter,
@@ -128,3 +131,45 @@ def test_sse_mutations_keep_geminis_crlf_framing():
         json.loads(sse.frame_data(sse.split_frames(corrupt.text)[0]) or "")
     with pytest.raises(FaultError, match="only event-stream bodies have CRCs"):
         apply_mutations(recorded(GEMINI), [CorruptCrc(0)])
+
+
+@pytest.mark.parametrize("path", EVENT_STREAMS)
+def test_inject_error_into_an_event_stream(path):
+    response = apply_mutations(recorded(path), [InjectError(3, "overloaded")])
+    cut = messages(response)
+    assert len(cut) == 4 and cut[:3] == messages(recorded(path))[:3]
+    last = eventstream.decode_message(cut[3])
+    assert last.headers[":message-type"] == "exception"
+    assert last.headers[":exception-type"] == "serviceUnavailableException"
+    assert json.loads(last.payload) == {"message": "overloaded"}
+
+
+def test_inject_error_into_a_gemini_stream():
+    response = apply_mutations(recorded(GEMINI), [InjectError(1, "overloaded")])
+    frames = sse.split_frames(response.text)
+    assert len(frames) == 2 and response.text.endswith("\r\n\r\n")
+    error = json.loads(sse.frame_data(frames[1]) or "")["error"]
+    assert error == {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}
+
+
+def test_garble_tool_arguments_of_a_converse_stream():
+    path = EVENT_STREAMS[1]  # two parallel tool uses
+    response = apply_mutations(recorded(path), [GarbleToolArguments(1)])
+    inputs: dict[int, str] = {}
+    for raw in messages(response):
+        message = eventstream.decode_message(raw)  # CRCs recomputed
+        payload = json.loads(message.payload)
+        use = payload.get("delta", {}).get("toolUse")
+        if use is not None:
+            inputs[payload["contentBlockIndex"]] = (
+                inputs.get(payload["contentBlockIndex"], "") + use["input"]
+            )
+    first, second = (inputs[k] for k in sorted(inputs))
+    json.loads(first)
+    assert second.startswith(GARBLE_PREFIX)
+    with pytest.raises(ValueError):
+        json.loads(second)
+    with pytest.raises(FaultError, match="only 2 tool call"):
+        apply_mutations(recorded(path), [GarbleToolArguments(2)])
+    with pytest.raises(FaultError, match="not available for gemini"):
+        apply_mutations(recorded(GEMINI), [GarbleToolArguments(0)])
