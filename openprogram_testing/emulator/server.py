@@ -31,7 +31,7 @@ from typing import Any
 from openprogram.providers.wire import WireAPI
 from openprogram.types import UserMessage
 
-from ..faults import FaultError, HttpError, Mutation, Rechunk, TruncateAfter
+from ..faults import Fault, FaultError, HttpError, Mutation, Rechunk, TruncateAfter
 from ..scripted import (
     ModelRequest,
     ScriptedTurn,
@@ -432,6 +432,15 @@ def _check_fault(fault: object) -> None:
         )
     if isinstance(fault, Rechunk):
         raise TypeError("Rechunk shapes recorded bodies; the emulator writes one frame per flush")
+    if isinstance(fault, HttpError):
+        Fault.status(fault.status)
+    for name in ("n", "after_frame", "i"):
+        value = getattr(fault, name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{fault!r}: {name} must be a frame index >= 0")
+    seconds = getattr(fault, "seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        raise ValueError(f"{fault!r}: seconds must be >= 0")
 
 
 def _exhausted(plan: Plan) -> Plan:

@@ -72,3 +72,11 @@ def test_the_header_is_absent_while_the_script_lasts_even_on_faults() -> None:
         assert post(emu).status_code == 429
         ok = post(emu)
     assert EXHAUSTED_HEADER not in ok.headers and text(ok) == "ok"
+
+
+def test_mutations_built_directly_are_checked_when_added() -> None:
+    from openprogram_testing.faults import CorruptFrame, HttpError, Stall, TruncateAfter
+
+    for fault in (HttpError(700), TruncateAfter(-1), Stall(-1.0), CorruptFrame(True)):
+        with pytest.raises(ValueError):
+            ProviderEmulator().add("x", faults=[fault])
