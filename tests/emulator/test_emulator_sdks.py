@@ -1,4 +1,4 @@
-"""The loopback provider emulator (SPEC §9.2), driven by the real official SDK clients.
+"""The loopback provider emulator, driven by the real official SDK clients.
 
 Each scripted turn must come out of the SDKs exactly as the real API's would (the SDKs' own
 stream accumulators are used where they exist, so a frame in the wrong order or shape fails), and
