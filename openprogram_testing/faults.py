@@ -154,8 +154,7 @@ class MutableResponse:
                 message = eventstream.decode_message(frame)
             except eventstream.EventStreamError:
                 return False
-            check = getattr(wire, "is_terminal_message", None)
-            return bool(check(message)) if check is not None else False
+            return wire.is_terminal_message(message)
         return wire.is_terminal(frame)
 
     def header(self, name: str) -> str | None:

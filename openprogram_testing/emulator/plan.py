@@ -48,6 +48,7 @@ from ..scripted import (
 from ..wire import (
     CallPart,
     ErrorAnswer,
+    Frame,
     Part,
     RenderContext,
     TextPart,
@@ -58,6 +59,7 @@ from ..wire import (
     eventstream,
     sse,
 )
+from ..wire.base import Framing
 from ..wire.eventstream import EventStream
 
 __all__ = ["CassetteResponse", "Plan", "Slot", "error_plan", "recorded_plan", "render_plan"]
@@ -268,14 +270,15 @@ def render_plan(
     frames = list(wire.frames(turn, ctx))
     if turn.ending == "drop":
         faults = (*faults, TruncateAfter(len(frames), disconnect=True))
-    framing = wire.framing  # type: ignore[attr-defined]
+    framing = wire.framing
     units = [_rendered(framing, f) for f in frames]
     return stream_plan(wire, units, framing.content_type, headers, faults)
 
 
-def _rendered(framing: Any, frame: Any) -> _Unit:
+def _rendered(framing: Framing, frame: Frame) -> _Unit:
     if isinstance(framing, EventStream):
-        return _Unit(lambda c, b: framing.encode(frame, corrupt=c, bad_crc=b), frame.terminal)
+        stream = framing
+        return _Unit(lambda c, b: stream.encode(frame, corrupt=c, bad_crc=b), frame.terminal)
     return _Unit(lambda c, b: framing.encode(frame, corrupt=c), frame.terminal)
 
 
@@ -306,7 +309,7 @@ def stream_plan(
         units = [u for u in units if not u.terminal]
     corrupt = {f.n for f in faults if isinstance(f, CorruptFrame)}
     bad_crc = {f.n for f in faults if isinstance(f, CorruptCrc)}
-    if bad_crc and not isinstance(getattr(wire, "framing", None), EventStream):
+    if bad_crc and not isinstance(wire.framing, EventStream):
         raise FaultError(f"{wire.api} streams are SSE: only event-stream frames have CRCs")
     plan = Plan(headers=headers, kind="stream", content_type=content_type)
     plan.frames = [u.encode(i in corrupt, i in bad_crc) for i, u in enumerate(units)]
@@ -331,7 +334,7 @@ _PATHS = {
 def _edited(wire: WireFormat, units: list[_Unit], content: Sequence[Mutation]) -> list[_Unit]:
     """Frames after garbling/injection, done by the fault mutations on the encoded body."""
     body = b"".join(u.encode(False, False) for u in units)
-    if isinstance(getattr(wire, "framing", None), EventStream):
+    if isinstance(wire.framing, EventStream):
         path = (
             "/model/m/invoke-with-response-stream" if wire.api == "anthropic" else _PATHS["bedrock"]
         )
@@ -361,8 +364,8 @@ def _message_unit(wire: WireFormat, raw: bytes) -> _Unit:
         return eventstream.corrupt_crc(data) if bad_crc else data
 
     try:
-        terminal = bool(wire.is_terminal_message(eventstream.decode_message(raw)))  # type: ignore[attr-defined]
-    except (eventstream.EventStreamError, AttributeError):
+        terminal = wire.is_terminal_message(eventstream.decode_message(raw))
+    except eventstream.EventStreamError:
         terminal = False
     return _Unit(encode, terminal)
 
@@ -383,8 +386,7 @@ def recorded_plan(
         chunked = any(_event(m) == "chunk" for m in messages)
         es_wire = (
             wire
-            if wire.api in ("bedrock", "anthropic")
-            and isinstance(getattr(wire, "framing", None), EventStream)
+            if wire.api in ("bedrock", "anthropic") and isinstance(wire.framing, EventStream)
             else FORMATS["bedrock_invoke" if chunked else "bedrock"]
         )
         units = [_message_unit(es_wire, m) for m in messages]

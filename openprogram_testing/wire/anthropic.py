@@ -24,6 +24,7 @@ from openprogram.types import (
 from .base import (
     ErrorAnswer,
     Frame,
+    Framing,
     ParsedRequest,
     RenderContext,
     TextPart,
@@ -70,7 +71,7 @@ def anthropic_error(status: int, message: str | None, request_id: str, model: st
 
 class Anthropic(WireFormat):
     api = "anthropic"
-    framing = SSE(named=True)
+    framing: Framing = SSE(named=True)
     request_id_header = "request-id"
 
     def _usage(self, turn: WireTurn, output_tokens: int) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from openprogram.providers.base import ToolChoice, parse_arguments
 from openprogram.providers.wire import WireAPI
@@ -22,6 +22,9 @@ from openprogram.types import (
 )
 
 from ..scripted import chunk_text
+
+if TYPE_CHECKING:
+    from .eventstream import Message as EventMessage
 
 CREATED = 1_700_000_000
 """The fixed ``created`` timestamp of every response (deterministic output)."""
@@ -114,11 +117,22 @@ class ErrorAnswer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class Framing(Protocol):
+    """How frames go on the wire: SSE (:class:`~.sse.SSE`) or AWS event stream
+    (:class:`~.eventstream.EventStream`)."""
+
+    @property
+    def content_type(self) -> str: ...
+
+    def encode(self, frame: Frame, *, corrupt: bool = False) -> bytes: ...
+
+
 class WireFormat:
     """One API on the wire.  Subclasses render turns (stream frames or a JSON body), parse
     request bodies back, answer errors in the API's shape and say which frame ends a stream."""
 
     api: WireAPI
+    framing: Framing
     request_id_header = "x-request-id"
 
     def frames(self, turn: WireTurn, ctx: RenderContext) -> Iterator[Frame]:
@@ -136,6 +150,10 @@ class WireFormat:
     def is_terminal(self, frame: str) -> bool:
         """Whether a recorded SSE frame (its text) ends the stream."""
         raise NotImplementedError
+
+    def is_terminal_message(self, message: EventMessage) -> bool:
+        """Whether a decoded event-stream message ends the stream (event-stream formats)."""
+        return False
 
 
 def pieces(turn: WireTurn, text: str) -> Sequence[str]:

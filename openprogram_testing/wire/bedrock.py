@@ -307,7 +307,7 @@ class BedrockInvoke(Anthropic):
     """Anthropic Messages through Bedrock's InvokeModel: Anthropic bodies and events, Bedrock
     errors and event-stream framing (each event a base64 ``chunk``)."""
 
-    framing = EventStream(chunked=True)  # type: ignore[assignment]
+    framing = EventStream(chunked=True)
     request_id_header = "x-amzn-RequestId"
 
     def frames(self, turn: WireTurn, ctx: RenderContext) -> Iterator[Frame]:
