@@ -28,6 +28,16 @@ prediction), ``export`` (YAML and failure files), ``profiles`` (hypothesis setti
 
 from openprogram.loop import effective_cap
 
+from .agent import (
+    AgentCall,
+    AgentCheckFailed,
+    AgentScenario,
+    InjectedToolFailure,
+    agent_scenarios,
+    check_agent,
+    check_agent_run,
+)
+from .agent_export import agent_scenario_to_yaml, import_path
 from .checks import OutcomeMismatch, check_outcome, check_rules, check_run, outcome_problems
 from .export import failure_dir, report_failure, save_failure, scenario_to_yaml, to_scenario
 from .generate import (
@@ -60,6 +70,9 @@ __all__ = [
     "TOOL_NAMES",
     "UNKNOWN_TOOL",
     "X_SCHEMA",
+    "AgentCall",
+    "AgentCheckFailed",
+    "AgentScenario",
     "Expected",
     "ExpectedResult",
     "GenCall",
@@ -67,10 +80,15 @@ __all__ = [
     "GenTool",
     "GenTurn",
     "GeneratedScenario",
+    "InjectedToolFailure",
     "OutcomeMismatch",
     "SchemaCall",
     "ToolModel",
     "active_profile",
+    "agent_scenario_to_yaml",
+    "agent_scenarios",
+    "check_agent",
+    "check_agent_run",
     "check_outcome",
     "check_rules",
     "check_run",
@@ -78,6 +96,7 @@ __all__ = [
     "exact_script",
     "failure_dir",
     "gen_tools",
+    "import_path",
     "load_profile",
     "model_turns",
     "outcome_problems",

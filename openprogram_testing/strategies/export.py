@@ -226,7 +226,7 @@ class report_failure:
         return self.generated
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is None or not isinstance(exc, Exception) or not _is_final_run():
+        if exc is None or not isinstance(exc, Exception) or not is_final_run():
             return
         path = save_failure(self.generated, exc)
         message = (
@@ -242,7 +242,7 @@ class report_failure:
             exc.add_note(message)
 
 
-def _is_final_run() -> bool:
+def is_final_run() -> bool:
     """True on hypothesis's final replay of the shrunk example, and outside hypothesis."""
     from hypothesis import currently_in_test_context
     from hypothesis.control import current_build_context

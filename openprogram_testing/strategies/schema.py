@@ -207,7 +207,7 @@ def schema_calls(
     schema allows (a tool without required fields has no ``missing_required``, one that accepts
     extra fields no ``unknown_field``), each labelled with the loop's exact answer."""
     model = tool_model(tool)
-    possible = [label for label in labels if _applies(label, model.schema)]
+    possible = [label for label in labels if label_applies(label, model.schema)]
     if not possible:
         raise ValueError(f"tool {model.name!r}: none of the labels {list(labels)} applies")
     index = st.integers(0, len(possible) - 1)
@@ -221,7 +221,9 @@ def schema_calls(
     return calls()
 
 
-def _applies(label: CallLabel, schema: Mapping[str, Any]) -> bool:
+def label_applies(label: CallLabel, schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` allows the near miss ``label`` (e.g. no ``unknown_field`` when extra
+    fields are accepted)."""
     properties = schema.get("properties") or {}
     if label == "missing_required":
         return bool(schema.get("required"))
@@ -330,6 +332,7 @@ __all__ = [
     "ToolModel",
     "draw_arguments",
     "expected_error",
+    "label_applies",
     "near_miss",
     "schema_arguments",
     "schema_calls",

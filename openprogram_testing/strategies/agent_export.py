@@ -1,0 +1,216 @@
+"""A falsifying run of the user's agent as a YAML scenario, with the real tools named by import
+path (``import: package.module:attribute``).
+
+A tool the example injected failures around cannot be imported as it is (the failure is not
+the tool's): it becomes a stub with the real tool's schema whose ``sequence`` replays what each
+of its executed calls gave in the run (the result text, or the failure).  Expectations are the
+labels (the exact refusal text of every near miss, the failure of every injected one) and the
+loop invariants, so the file fails while the bug is in and passes once it is fixed; a user
+predicate cannot be written in YAML and is named in the description instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from openprogram.tools import as_agent_tool
+
+from .export import failure_dir
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..trace import LoopTrace
+    from .agent import AgentScenario
+
+
+def import_path(tool: Any, known: Mapping[str, str] | None = None) -> str | None:
+    """``module:attribute`` under which ``tool`` can be imported, or ``None``: ``known`` (by
+    tool name) first, then the object's own ``__module__``/``__qualname__``, then a search of
+    the loaded modules' globals for the very object (dict tools have no name of their own),
+    starting with the module that defines its ``execute``."""
+    name = as_agent_tool(tool).name
+    if known and name in known:
+        return known[name]
+    module = getattr(tool, "__module__", None)
+    qualname = getattr(tool, "__qualname__", None) or getattr(tool, "__name__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
+        target: Any = sys.modules.get(module)
+        for part in qualname.split("."):
+            target = getattr(target, part, None)
+        if target is tool:
+            return f"{module}:{qualname}"
+    # The module that defines its ``execute`` first (where a dict tool is usually written),
+    # then every other loaded module.
+    execute = tool.get("execute") if isinstance(tool, Mapping) else getattr(tool, "execute", None)
+    home = getattr(execute, "__module__", None)
+    names = [home] if isinstance(home, str) else []
+    for module_name in [*names, *list(sys.modules)]:
+        loaded = sys.modules.get(module_name)
+        space = getattr(loaded, "__dict__", None)
+        if not isinstance(space, dict) or module_name.startswith(("_pytest", "hypothesis")):
+            continue
+        for attribute, value in list(space.items()):
+            if value is tool and not attribute.startswith("__"):
+                return f"{module_name}:{attribute}"
+    return None
+
+
+def agent_scenario_data(
+    scenario: AgentScenario,
+    trace: LoopTrace,
+    *,
+    import_paths: Mapping[str, str] | None = None,
+    description: str = "",
+) -> dict[str, Any]:
+    """The example as scenario data (the YAML format's keys, in its order)."""
+    calls = scenario.calls
+    failed_tools = {c.call.tool for c in calls.values() if c.failure is not None}
+    tools: list[dict[str, Any]] = []
+    for tool in scenario.tools:
+        agent_tool = as_agent_tool(tool)
+        path = None if agent_tool.name in failed_tools else import_path(tool, import_paths)
+        if path is not None:
+            tools.append({"import": path})
+            continue
+        outcomes = []
+        for result in trace.tool_results:
+            planned = calls.get(result.tool_call_id)
+            if result.tool_name != agent_tool.name or result.skipped or planned is None:
+                continue
+            if planned.call.expected_error is not None:
+                continue  # refused by validation: the stub's schema refuses it too
+            outcomes.append(
+                {"raises": result.text} if result.is_error else {"returns": result.text}
+            )
+        stub: dict[str, Any] = {
+            "name": agent_tool.name,
+            "description": agent_tool.spec.description,
+            "parameters": agent_tool.spec.parameters,
+        }
+        tools.append({**stub, "sequence": outcomes or [{"returns": None}]})
+    script: list[Any] = []
+    for r, batch in enumerate(scenario.rounds[: trace.model_calls]):
+        turn_calls = []
+        for i, c in enumerate(batch):
+            entry: dict[str, Any] = {"name": c.call.tool, "id": scenario.call_id(r, i)}
+            if c.call.raw is not None:
+                entry["raw_args"] = c.call.raw
+            else:
+                entry["args"] = c.call.arguments
+            turn_calls.append(entry)
+        script.append({"calls": turn_calls})
+    script += [scenario.final_text] * max(0, trace.model_calls - len(scenario.rounds))
+    steering = []
+    for s in scenario.steering:
+        if s.follow_up:
+            steering.append({"message": s.message, "follow_up": True})
+        elif s.after_call is not None:
+            position = {"round": s.after_call[0], "index": s.after_call[1]}
+            steering.append({"message": s.message, "after_call": position})
+        else:
+            steering.append({"message": s.message, "before_round": s.before_round})
+    results = []
+    for result in trace.tool_results:
+        planned = calls.get(result.tool_call_id)
+        want = planned.expected_error if planned is not None else None
+        item: dict[str, Any] = {"name": result.tool_name, "skipped": result.skipped}
+        if not result.skipped and want is not None:
+            item.update(is_error=True, text=want)
+        elif not result.skipped and result.tool_name not in failed_tools:
+            item["is_error"] = result.is_error
+        results.append(item)
+    data: dict[str, Any] = {
+        "name": "agent property failure",
+        "description": description,
+        "prompt": scenario.prompt,
+        "tools": tools,
+        "script": script,
+    }
+    if steering:
+        data["steering"] = steering
+    data["options"] = {"steering_mode": scenario.steering_mode}
+    data["expect"] = {"model_calls": trace.model_calls, "tool_results": results}
+    return data
+
+
+def agent_scenario_to_yaml(
+    scenario: AgentScenario,
+    trace: LoopTrace,
+    *,
+    import_paths: Mapping[str, str] | None = None,
+    description: str = "",
+) -> str:
+    """``agent_scenario_data`` as YAML text."""
+    import yaml
+
+    data = agent_scenario_data(scenario, trace, import_paths=import_paths, description=description)
+    body = yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+    )
+    return _HEADER + body
+
+
+_HEADER = (
+    "# Generated by openprogram_testing.strategies.check_agent from a hypothesis example.\n"
+    "# Run: openprogram-testing run <this file>\n"
+)
+
+
+def save_agent_failure(
+    scenario: AgentScenario,
+    trace: LoopTrace,
+    error: BaseException,
+    import_paths: Mapping[str, str] | None = None,
+) -> Path:
+    """Write the example into ``failure_dir()`` (named by content) and return its path."""
+    reason = " ".join(str(error).split())[:300]
+    text = agent_scenario_to_yaml(
+        scenario,
+        trace,
+        import_paths=import_paths,
+        description=f"Falsifying example of an agent property: {type(error).__name__}: {reason}",
+    )
+    folder = failure_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+    path = folder / f"agent_failure_{digest}.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@contextmanager
+def report_agent_failure(
+    scenario: AgentScenario, import_paths: Mapping[str, str] | None = None
+) -> Iterator[None]:
+    """On hypothesis's final (shrunk) failure, write the example as a YAML scenario and attach
+    its path and text to the failure (the run is repeated once to record its trace)."""
+    from .export import is_final_run
+
+    try:
+        yield
+    except Exception as exc:
+        if is_final_run():
+            trace = scenario.run_sync()
+            path = save_agent_failure(scenario, trace, exc, import_paths)
+            message = f"falsifying example written to {path}\n" + path.read_text("utf-8")
+            from hypothesis import currently_in_test_context, note
+
+            if currently_in_test_context():
+                note(message)
+            else:
+                exc.add_note(message)
+        raise
+
+
+__all__ = [
+    "agent_scenario_data",
+    "agent_scenario_to_yaml",
+    "import_path",
+    "report_agent_failure",
+    "save_agent_failure",
+]

@@ -1,0 +1,163 @@
+"""Property tests of a user's agent in one call: generated runs over real tools (schema-derived
+calls, steering, injected failures), checked against the invariants, the labels and the user's
+predicates; a failure shrinks and is written as YAML naming the tools by import path."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
+from hypothesis import HealthCheck, given, settings
+
+import openprogram.calls as calls_module
+from openprogram_testing.strategies import (
+    AgentCall,
+    AgentCheckFailed,
+    AgentScenario,
+    agent_scenarios,
+    check_agent,
+    check_agent_run,
+    import_path,
+    schema_calls,
+)
+
+QUICK = settings(
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+TOOLS = [get_order, book_hotel, refund]
+
+
+@pytest.fixture
+def failure_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "failures"
+    monkeypatch.setenv("OPENPROGRAM_FAILURE_DIR", str(folder))
+    return folder
+
+
+def test_a_correct_agent_passes_with_its_predicates() -> None:
+    seen: list[int] = []
+
+    def every_run_ends(trace: Any) -> bool:
+        seen.append(trace.model_calls)
+        return trace.termination in ("completed", "max_iterations")
+
+    check_agent(TOOLS, predicates=[every_run_ends], settings=QUICK)
+    assert len(seen) >= 50
+
+
+def test_the_strategy_draws_every_ingredient(event_runner: asyncio.Runner) -> None:
+    found: set[str] = set()
+
+    @QUICK
+    @given(scenario=agent_scenarios(TOOLS))
+    def sample(scenario: AgentScenario) -> None:
+        for c in scenario.calls.values():
+            found.add(c.call.label)
+            if c.failure:
+                found.add(f"failure_{c.failure}")
+        found.update(f"steer_{s.kind}" for s in scenario.steering)
+        found.add(f"mode_{scenario.steering_mode}")
+        if max(len(b) for b in scenario.rounds) > 1:
+            found.add("parallel")
+
+    sample()
+    assert {"valid", "wrong_type", "not_json", "failure_before", "failure_after"} <= found
+    assert {"steer_after_call", "steer_follow_up", "mode_after_batch", "parallel"} <= found
+
+
+def test_injected_failures_happen_around_the_real_tool(event_runner: asyncio.Runner) -> None:
+    ran: list[str] = []
+
+    def spy(args: dict[str, Any]) -> str:
+        ran.append(args["order_id"])
+        return "ok"
+
+    tool = {"spec": {"name": "refund", "parameters": REFUND_SCHEMA}, "execute": spy}
+    valid = {"order_id": "ORD-0001", "amount": 1, "reason": "late"}
+    from openprogram_testing.strategies import SchemaCall
+
+    call = SchemaCall("refund", "valid", valid)
+    scenario = AgentScenario(
+        ((AgentCall(call, "before", "down"), AgentCall(call, "after", "lost"), AgentCall(call)),),
+        tools=(tool,),
+    )
+    trace = scenario.run_sync(runner=event_runner)
+    assert [(r.is_error, r.text) for r in trace.tool_results] == [
+        (True, "down"),
+        (True, "lost"),
+        (False, "ok"),
+    ]
+    assert ran == ["ORD-0001", "ORD-0001"]  # "before" never reached the tool
+    check_agent_run(scenario, trace)
+
+
+def test_a_predicate_failure_shrinks_to_one_call_and_is_written_with_import_paths(
+    failure_folder: Path,
+) -> None:
+    def no_refund_over_100(trace: Any) -> bool:
+        return not any(
+            c.name == "refund" and c.arguments.get("amount", 0) > 100
+            for m in trace.assistant_messages
+            for c in m.tool_calls
+        )
+
+    with pytest.raises(AgentCheckFailed, match="predicate no_refund_over_100"):
+        check_agent(
+            TOOLS, predicates=[no_refund_over_100], settings=settings(QUICK, max_examples=300)
+        )
+    (path,) = failure_folder.glob("agent_failure_*.scenario.yaml")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # Shrunk: one round, one call to refund, no injected failure, no steering.
+    assert [len(turn["calls"]) for turn in data["script"] if isinstance(turn, dict)] == [1]
+    (called,) = data["script"][0]["calls"]
+    assert called["name"] == "refund" and called["args"]["amount"] > 100
+    assert "steering" not in data
+    assert {"import": "_schema_tools:refund"} in data["tools"]
+    assert {"import": "_schema_tools:get_order"} in data["tools"]
+    assert "no_refund_over_100" in data["description"]
+
+
+def test_a_loop_that_feeds_back_the_wrong_refusal_is_caught(
+    failure_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = calls_module.validation_failed_text
+
+    def buggy(name: str, problems: Any, raw: Any) -> str:
+        # The planted bug: argument text that did not parse is not shown back to the model.
+        return real(name, problems, "" if isinstance(raw, str) else raw)
+
+    monkeypatch.setattr(calls_module, "validation_failed_text", buggy)
+    with pytest.raises(AgentCheckFailed, match="labelled outcomes differ"):
+        check_agent(
+            [get_order],
+            settings=settings(QUICK, max_examples=300),
+            import_paths={"get_order": "x:y"},
+        )
+    (path,) = failure_folder.glob("agent_failure_*.scenario.yaml")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # Shrunk to one call whose argument text is not JSON, expected with the exact refusal.
+    (called,) = [c for t in data["script"] if isinstance(t, dict) for c in t["calls"]]
+    assert "raw_args" in called and data["tools"] == [{"import": "x:y"}]
+    (expected,) = data["expect"]["tool_results"]
+    assert expected["is_error"] and called["raw_args"] in expected["text"]
+
+
+def test_import_paths_are_found_for_decorated_functions_and_dict_tools() -> None:
+    assert import_path(book_hotel) == "_schema_tools:book_hotel"
+    assert import_path(refund) == "_schema_tools:refund"
+    assert import_path({"spec": {"name": "anon"}, "execute": print}) is None
+    assert import_path(refund, {"refund": "pkg.mod:refund"}) == "pkg.mod:refund"
+
+
+def test_no_tools_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="at least one tool"):
+        agent_scenarios([])
+    assert schema_calls(get_order) is not None
