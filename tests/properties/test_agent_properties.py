@@ -103,11 +103,13 @@ def test_a_predicate_failure_shrinks_to_one_call_and_is_written_with_import_path
     failure_folder: Path,
 ) -> None:
     def no_refund_over_100(trace: Any) -> bool:
-        return not any(
-            c.name == "refund" and c.arguments.get("amount", 0) > 100
+        amounts = [
+            c.arguments.get("amount")
             for m in trace.assistant_messages
             for c in m.tool_calls
-        )
+            if c.name == "refund"
+        ]
+        return not any(type(a) in (int, float) and a > 100 for a in amounts)
 
     with pytest.raises(AgentCheckFailed, match="predicate no_refund_over_100"):
         check_agent(
