@@ -34,6 +34,7 @@ from openprogram.events import (
     TurnStart,
 )
 from openprogram.providers.base import Provider
+from openprogram.texts import SOURCE_FAILED_PREFIX
 from openprogram.tools import CANCELLED_TEXT, SKIPPED_TEXT
 from openprogram.types import (
     AssistantMessage,
@@ -329,12 +330,16 @@ def events_pair_up(trace: LoopTrace, rounds: Sequence[Round] | None = None) -> l
 
 
 def _model_call_events(trace: LoopTrace) -> list[int]:
+    """Assistant messages a model call produced: not the ``aborted`` message of a round the
+    cancel token stopped before its call, nor the ``error`` message that closes round 0 when a
+    steering or follow-up source raised at the first poll (no model was asked)."""
     return [
         i
         for i, e in enumerate(trace.events)
         if isinstance(e, MessageEnd)
         and isinstance(e.message, AssistantMessage)
         and e.message.error_message != NOT_CALLED_TEXT
+        and not (e.message.error_message or "").startswith(SOURCE_FAILED_PREFIX)
     ]
 
 

@@ -49,6 +49,13 @@ from .generate import (
     steering_schedules,
     tool_calls,
 )
+from .hostile import (
+    HOSTILE_KINDS,
+    HostileScenario,
+    Hostility,
+    check_hostile_run,
+    hostile_scenarios,
+)
 from .model import GenCall, GeneratedScenario, GenSteering, GenTool, GenTurn
 from .oracle import Expected, ExpectedResult
 from .profiles import PROFILES, active_profile, load_profile, property_settings, register_profiles
@@ -65,6 +72,7 @@ from .universe import TOOL_NAMES, UNKNOWN_TOOL, X_SCHEMA
 
 __all__ = [
     "ALL_LABELS",
+    "HOSTILE_KINDS",
     "NEAR_MISSES",
     "PROFILES",
     "TOOL_NAMES",
@@ -80,6 +88,8 @@ __all__ = [
     "GenTool",
     "GenTurn",
     "GeneratedScenario",
+    "HostileScenario",
+    "Hostility",
     "InjectedToolFailure",
     "OutcomeMismatch",
     "SchemaCall",
@@ -89,6 +99,7 @@ __all__ = [
     "agent_scenarios",
     "check_agent",
     "check_agent_run",
+    "check_hostile_run",
     "check_outcome",
     "check_rules",
     "check_run",
@@ -96,6 +107,7 @@ __all__ = [
     "exact_script",
     "failure_dir",
     "gen_tools",
+    "hostile_scenarios",
     "import_path",
     "load_profile",
     "model_turns",

@@ -15,12 +15,13 @@ from openprogram_testing import ScriptedProvider, run_loop
 from openprogram_testing.schema_values import ArgumentGenerator, RandomSource, compiled_validator
 from openprogram_testing.scripted import turn
 from openprogram_testing.strategies import (
-    NEAR_MISSES,
+    ALL_LABELS,
     SchemaCall,
     schema_arguments,
     schema_calls,
     tool_model,
 )
+from openprogram_testing.strategies.schema import CallLabel, label_applies
 
 _SOME = settings(
     max_examples=150,
@@ -46,15 +47,20 @@ def test_generated_arguments_satisfy_the_schema_the_model_sees(tool: Any) -> Non
 
 
 @pytest.mark.parametrize("tool", [refund, book_hotel], ids=lambda t: tool_model(t).name)
+@pytest.mark.parametrize("label", ALL_LABELS)
 def test_each_call_gets_exactly_the_labelled_outcome_from_the_loop(
-    tool: Any, event_runner: asyncio.Runner
+    tool: Any, label: CallLabel, event_runner: asyncio.Runner
 ) -> None:
-    labels: set[str] = set()
+    if not label_applies(label, tool_model(tool).schema):
+        with pytest.raises(ValueError, match="none of the labels"):
+            schema_calls(tool, labels=[label])
+        assert (tool, label) == (book_hotel, "out_of_range")  # the one combination without
+        return
 
-    @_SOME
-    @given(generated=schema_calls(tool))
+    @settings(_SOME, max_examples=25)
+    @given(generated=schema_calls(tool, labels=[label]))
     def check(generated: SchemaCall) -> None:
-        labels.add(generated.label)
+        assert generated.label == label
         provider = ScriptedProvider([turn(generated.scripted()), "done"])
         trace = event_runner.run(run_loop(provider, ["go"], tools=[tool]))
         (result,) = trace.tool_results
@@ -62,10 +68,9 @@ def test_each_call_gets_exactly_the_labelled_outcome_from_the_loop(
             assert not result.is_error, result.text
         else:
             assert result.is_error and result.text == generated.expected_error
+        assert generated.valid == (label == "valid")  # every near miss here is refused
 
     check()
-    applicable = set(NEAR_MISSES) - ({"out_of_range"} if tool is book_hotel else set())
-    assert labels >= applicable | {"valid"}, labels
 
 
 def test_near_misses_are_labelled_with_the_validators_exact_text() -> None:
