@@ -19,7 +19,7 @@ from .frameworks import ALL, FLOOR, OURS, PEERS, load_many
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 SMOKE_OUTPUT = Path(__file__).resolve().parent / "results" / "smoke.json"
-ALL_WORKLOADS = ("W1", "W2", "W1-async", "W2-async", "W3", "W4", "W5", "W6", "W7", "W8", "import")
+ALL_WORKLOADS = ("W1", "W2", "W1-async", "W2-async", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "import")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -129,7 +129,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if cfg.subprocesses:
             progress("W3-RSS")
             put("W3-RSS", fresh.peak_rss(loaded, cfg.w3_runs, cfg.w3_tool_rounds))
-    for key in ("W4", "W5", "W6"):
+    for key in ("W4", "W5", "W6", "W9"):
         if key in wanted:
             progress(key)
             rows, pending = await extras.run(key, cfg)

@@ -312,6 +312,77 @@ async def w6(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
     return {"openprogram": row}, None
 
 
+# -- W9: schema-derived property examples ---------------------------------------------------------
+
+W9_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 40},
+        "nights": {"type": "integer", "minimum": 1, "maximum": 30},
+        "budget": {"type": "number", "minimum": 0},
+        "smoking": {"type": "boolean"},
+        "tier": {"type": "string", "enum": ["basic", "suite"]},
+    },
+    "required": ["city", "nights", "tier"],
+    "additionalProperties": False,
+}
+"""A tool with five typed fields, as a model would see it."""
+
+
+def _w9_sample(examples: int) -> tuple[float, int]:
+    """The schema-derived property: draw a labelled call of the five-field tool (valid or a
+    near miss), run it through the real loop and check the loop answered exactly as labelled;
+    returns examples/s and the number run."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from openprogram_testing.scripted import ScriptedProvider, turn
+    from openprogram_testing.strategies import SchemaCall, schema_calls
+    from openprogram_testing.trace import run_loop
+
+    tool = {"spec": {"name": "book", "parameters": W9_SCHEMA}, "execute": lambda args: "booked"}
+    count = [0]
+    runner = asyncio.Runner()
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(call=schema_calls(tool))
+    def prop(call: SchemaCall) -> None:
+        count[0] += 1
+        provider = ScriptedProvider([turn(call.scripted()), "done"])
+        trace = runner.get_loop().run_until_complete(run_loop(provider, ["go"], tools=[tool]))
+        (result,) = trace.tool_results
+        if result.is_error != (not call.valid) or (
+            call.expected_error is not None and result.text != call.expected_error
+        ):
+            raise BenchError(f"W9: {call.label} call answered {result.text!r}")
+
+    try:
+        start = now_ns()
+        prop()
+        elapsed = now_ns() - start
+    finally:
+        runner.close()
+    if count[0] == 0:
+        raise BenchError("W9: the property ran no example")
+    return count[0] / (elapsed / 1e9), count[0]
+
+
+async def w9(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
+    reason = _missing("hypothesis", "openprogram_testing.strategies")
+    if reason:
+        return None, reason
+    examples = W6_EXAMPLES if cfg.samples > 3 else 10
+    repeats = max(1, min(cfg.samples, 3))
+
+    def samples() -> list[tuple[float, int]]:
+        return [_w9_sample(examples) for _ in range(repeats)]
+
+    values = await asyncio.to_thread(samples)
+    row = {**summarize([v[0] for v in values]).as_dict(),
+           "note": f"{values[0][1]} examples/sample, derandomized, five typed fields"}
+    return {"openprogram": row}, None
+
+
 async def run(key: str, cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
     if key == "W4":
         return await w4(cfg)
@@ -319,4 +390,6 @@ async def run(key: str, cfg: Settings) -> tuple[dict[str, Any] | None, str | Non
         return await w5(cfg)
     if key == "W6":
         return await w6(cfg)
+    if key == "W9":
+        return await w9(cfg)
     raise ValueError(f"unknown workload {key!r}")

@@ -16,6 +16,7 @@ WORKLOADS: dict[str, tuple[str, str, bool]] = {
     "W4": ("Runtime.exec + @agentic_function, nested exec", "µs/round", True),
     "W5": ("cassette replay, 2-round tool loop", "ms/run", True),
     "W6": ("hypothesis loop property suite", "examples/s", False),
+    "W9": ("schema-derived property, a tool with five typed fields", "examples/s", False),
     "W1-async": ("W1 with an async def tool", "µs/round", True),
     "W2-async": ("W2 with an async def tool", "µs/call", True),
     "W7": ("1,000 concurrent runs on one event loop (10 tool rounds each)", "µs/round", True),
@@ -44,6 +45,7 @@ TARGETS: list[tuple[str, str, str, float, float | None]] = [
     ("import openprogram ms", "import", "median", 150.0, None),
     ("import openprogram_testing ms", "import", "median", 150.0, None),
     ("W6 examples/s", "W6", "median", 600.0, None),
+    ("W9 schema-derived examples/s", "W9", "median", 300.0, None),
 ]
 
 
