@@ -176,8 +176,8 @@ def test_import_of_openprogram_is_timed_and_pulls_in_no_provider_sdk() -> None:
 
 
 def test_cli_rejects_unknown_names() -> None:
-    with pytest.raises(SystemExit, match="unknown workload: W9"):
-        cli.main(["--smoke", "--workloads", "W9"])
+    with pytest.raises(SystemExit, match="unknown workload: W99"):
+        cli.main(["--smoke", "--workloads", "W99"])
     with pytest.raises(SystemExit, match="unknown framework: crewai"):
         cli.main(["--smoke", "--frameworks", "crewai"])
 
