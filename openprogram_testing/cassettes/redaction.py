@@ -24,6 +24,7 @@ field when it is one in the parsed body, not text inside a string).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -164,6 +165,7 @@ _CALL_ARGUMENTS = frozenset({"args", "input", "arguments"})
 _COOKIES = frozenset({"cookie", "set_cookie"})
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_name(name: str) -> str:
     """``accessToken``, ``Access-Token`` and ``ACCESS_TOKEN`` → ``access_token``."""
     return _CAMEL.sub("_", name.strip()).replace("-", "_").replace(".", "_").lower()
@@ -185,6 +187,7 @@ class RedactionRules:
     query_params: tuple[str, ...] = DEFAULT_SECRET_QUERY_PARAMS
     body_fields: tuple[str, ...] = DEFAULT_SECRET_FIELDS
     _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _verdicts: dict[tuple[int, str], bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for what in ("headers", "query_params", "body_fields"):
@@ -194,6 +197,7 @@ class RedactionRules:
             object.__setattr__(self, what, tuple(value))
         compiled = tuple(_matcher(getattr(self, w)) for w in ("headers", "query_params"))
         object.__setattr__(self, "_compiled", (*compiled, _matcher(self.body_fields)))
+        object.__setattr__(self, "_verdicts", {})
 
     def extended(
         self,
@@ -209,14 +213,23 @@ class RedactionRules:
             (*self.body_fields, *body_fields),
         )
 
+    def _is(self, kind: int, name: str) -> bool:
+        key = (kind, name)
+        known = self._verdicts.get(key)
+        if known is None:
+            known = self._compiled[kind].fullmatch(normalize_name(name)) is not None
+            if len(self._verdicts) < 65536:
+                self._verdicts[key] = known
+        return known
+
     def is_secret_header(self, name: str) -> bool:
-        return self._compiled[0].fullmatch(normalize_name(name)) is not None
+        return self._is(0, name)
 
     def is_secret_param(self, name: str) -> bool:
-        return self._compiled[1].fullmatch(normalize_name(name)) is not None
+        return self._is(1, name)
 
     def is_secret_field(self, name: str) -> bool:
-        return self._compiled[2].fullmatch(normalize_name(name)) is not None
+        return self._is(2, name)
 
 
 def _secret_variants(values: Iterable[str]) -> list[str]:
@@ -233,21 +246,38 @@ def _secret_variants(values: Iterable[str]) -> list[str]:
     return sorted(out, key=len, reverse=True)
 
 
+# Cheap pre-check: text without any of these cannot hold a key shape (most header values and
+# bodies on the replay path), so the shape patterns are skipped for it.
+_SHAPE_HINT = re.compile(r"sk-|AIza|AKIA|ASIA|[Bb][Ee][Aa][Rr][Ee][Rr]|://|org-|proj_")
+
+
+@functools.lru_cache(maxsize=64)
+def _secrets_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One alternation of every variant of ``secrets``, longest first (compiled once per set of
+    secrets, so a session redacts each value in one pass)."""
+    variants = _secret_variants(secrets)
+    return re.compile("|".join(map(re.escape, variants))) if variants else None
+
+
 def redact_text(text: str, secrets: Sequence[str] = ()) -> str:
     """Replace key-shaped values and the given secret values in ``text``.  Ordinary prose
     (including URL-looking sentences) is left exactly as it is."""
-    for secret in _secret_variants(secrets):
-        text = text.replace(secret, REDACTED)
-    for pattern, replacement in _KEY_PATTERNS:
-        text = pattern.sub(replacement, text)
+    pattern = _secrets_pattern(tuple(secrets))
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    if _SHAPE_HINT.search(text):
+        for shape, replacement in _KEY_PATTERNS:
+            text = shape.sub(replacement, text)
     return text
 
 
 def find_leak(text: str, secrets: Sequence[str] = ()) -> str | None:
     """A description of the first secret left in ``text`` (never the secret itself)."""
-    for secret in _secret_variants(secrets):
-        if secret in text:
-            return f"a key value in use ({secret[:3]}…, {len(secret)} characters)"
+    pattern = _secrets_pattern(tuple(secrets))
+    found = pattern.search(text) if pattern is not None else None
+    if found is not None:
+        secret = found.group(0)
+        return f"a key value in use ({secret[:3]}…, {len(secret)} characters)"
     for pattern, _ in _KEY_PATTERNS:
         for match in pattern.finditer(text):
             if REDACTED not in match.group(0):
@@ -272,6 +302,9 @@ class Redactor:
     def __init__(self, rules: RedactionRules | None = None, values: Sequence[str] = ()) -> None:
         self.rules = rules or RedactionRules()
         self._secrets: list[str] = []
+        self._last_body: tuple[tuple[str, int], str] | None = None
+        # read once: environment lookups cost more than the redaction of a header
+        self._env = tuple(_env_secrets())
         for value in values:
             self.remember(value)
 
@@ -287,8 +320,10 @@ class Redactor:
         if len(text) >= MIN_SECRET_LENGTH and text not in self._secrets:
             self._secrets.append(text)
 
-    def secrets(self) -> list[str]:
-        return [*self._secrets, *_env_secrets()]
+    def secrets(self) -> tuple[str, ...]:
+        """Every value known to be secret: redacted so far, given, and the providers' keys in
+        the environment when the session was created."""
+        return (*self._secrets, *self._env)
 
     # ---- redaction
     def text(self, text: str) -> str:
@@ -341,8 +376,14 @@ class Redactor:
 
     def body(self, text: str) -> str:
         """Credential-named JSON fields (in a JSON document or in SSE ``data:`` lines) replaced,
-        then shapes and known values."""
-        return self.text(self.fields(text))
+        then shapes and known values.  (vcrpy redacts each request up to three times while
+        matching it: the last answer is reused while no new secret was learnt.)"""
+        key = (text, len(self._secrets))
+        if self._last_body is not None and self._last_body[0] == key:
+            return self._last_body[1]
+        redacted = self.text(self.fields(text))
+        self._last_body = ((text, len(self._secrets)), redacted)
+        return redacted
 
     def fields(self, text: str) -> str:
         found = self._named_values(text)

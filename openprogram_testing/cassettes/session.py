@@ -98,6 +98,8 @@ class CassetteSession:
         self.match_body = match_body
         self.allow_unplayed = allow_unplayed
         self.mutations = _check_mutations(mutations)
+        if redaction is not None and not isinstance(redaction, RedactionRules):
+            raise CassetteError(f"redaction must be a RedactionRules; got {redaction!r}")
         try:
             rules = (redaction or RedactionRules()).extended(
                 headers=redact_headers, query_params=redact_query_params, body_fields=redact_fields

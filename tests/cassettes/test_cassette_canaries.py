@@ -19,6 +19,7 @@ import yaml
 
 from openprogram_testing.cassettes import (
     REDACTED,
+    CassetteError,
     CassetteLeakError,
     RedactionRules,
     Redactor,
@@ -332,3 +333,7 @@ def test_names_fold_case_dashes_and_camel_case() -> None:
         assert not rules.is_secret_header(name), name
     with pytest.raises(TypeError):
         RedactionRules(headers="authorization")  # type: ignore[arg-type]
+    with pytest.raises(CassetteError, match="redaction names"):
+        use_cassette("x.yaml", redact_fields=[None])  # type: ignore[list-item]
+    with pytest.raises(CassetteError, match="redaction must be a RedactionRules"):
+        use_cassette("x.yaml", redaction={"headers": []})  # type: ignore[arg-type]
