@@ -337,6 +337,7 @@ class CassetteSession:
                 self.mismatches.append(str(error))
                 raise error from None
         pieces = response.pieces() if mutations else [(0.0, response.body_bytes())]
+        _annotate(index, uri, response.status, mutations)
         return {
             "status": {"code": response.status, "message": response.reason},
             "headers": response.headers,
@@ -409,6 +410,16 @@ class CassetteSession:
             "allow_unplayed=True (pytest: @pytest.mark.op_cassette(..., allow_unplayed=True)) "
             "if that is expected."
         )
+
+
+def _annotate(index: int, uri: str, status: int, mutations: list[Mutation]) -> None:
+    """Tell the run being traced (if any) which interaction answered and which faults hit it,
+    so the HTML report marks them at the model call they belong to."""
+    from ..trace import annotate
+
+    annotate("cassette", f"interaction {index}: {uri} -> HTTP {status}")
+    for mutation in mutations:
+        annotate("fault", f"{mutation!r} on interaction {index}")
 
 
 def _decompress(response: MutableResponse) -> None:

@@ -168,3 +168,20 @@ def test_report_under_xdist(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, failed=1)
     rows = blocks(out.read_text())["summary"]
     assert sorted(r["runs"] for r in rows) == [0, 1, 1]  # type: ignore[union-attr]
+
+
+def test_cassette_interactions_and_faults_are_marked_at_their_model_call() -> None:
+    from openprogram_testing.scenarios import run_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    result = run_scenario(root / "scenarios" / "scenario_44_fault_truncated_stream.yaml")
+    (only,) = trace_record(result.trace)["rounds"]
+    cassette, fault = only["notes"]
+    assert cassette["kind"] == "cassette" and cassette["at"] == "model"
+    assert cassette["text"].startswith("interaction 0: http://127.0.0.1:")
+    assert cassette["text"].endswith("/v1/chat/completions -> HTTP 200")
+    assert fault == {
+        "kind": "fault",
+        "text": "TruncateAfter(n=3, disconnect=False) on interaction 0",
+        "at": "model",
+    }
