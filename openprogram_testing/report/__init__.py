@@ -13,12 +13,13 @@ from __future__ import annotations
 from .behaviours import BEHAVIOURS, Behaviour, exhibited
 from .coverage import Coverage
 from .html import render_html, write_html
-from .record import trace_record
+from .record import RunCollector, trace_record
 
 __all__ = [
     "BEHAVIOURS",
     "Behaviour",
     "Coverage",
+    "RunCollector",
     "exhibited",
     "render_html",
     "trace_record",

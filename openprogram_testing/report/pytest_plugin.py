@@ -14,6 +14,7 @@ file for the whole session.  Heavy modules load only when an option is on.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -78,13 +79,15 @@ class RunRecorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Generator[None]:
         from ..trace import LoopTrace, add_trace_listener, remove_trace_listener
-        from .record import trace_record
+        from .record import RunCollector
 
-        runs: list[dict[str, Any]] = []
-        item.stash[_RUNS] = runs
+        collector = RunCollector()
+        item.stash[_RUNS] = collector.runs
+        lock = threading.Lock()
 
         def listener(trace: LoopTrace) -> None:
-            runs.append(trace_record(trace, label=f"run {len(runs) + 1}"))
+            with lock:
+                collector.add(trace)
 
         add_trace_listener(listener)
         try:

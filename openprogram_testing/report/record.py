@@ -202,4 +202,51 @@ def _child_label(node: Any) -> str:
     return "nested run"
 
 
-__all__ = ["TEXT_LIMIT", "clip", "content_text", "pretty", "trace_record"]
+def run_label(info: Any) -> str:
+    """How a lane names a ``Runtime`` run: ``exec from research (call call_1, depth 1)``."""
+    if info.kind != "exec":
+        return f"{info.kind} ask (depth {info.depth})"
+    return f"exec from {info.tool_name} (call {info.tool_call_id}, depth {info.depth})"
+
+
+class RunCollector:
+    """Turns announced traces into report records, one per outermost run.
+
+    A trace of a ``Runtime`` run (``trace.run`` set) whose parent run was collected becomes a
+    nested lane of its parent's record, and what it exhibits counts for every run above it
+    (with one ``nested_exec`` per nested ``exec``).  Trace trees announce their runs parent
+    first, which is the order this relies on; a child whose parent was never seen stays a
+    run of its own."""
+
+    def __init__(self) -> None:
+        self.runs: list[dict[str, Any]] = []
+        self._records: dict[str, dict[str, Any]] = {}
+        self._parents: dict[str, str] = {}
+
+    def add(self, trace: LoopTrace) -> dict[str, Any]:
+        info = getattr(trace, "run", None)
+        parent_id = getattr(info, "parent_id", None)
+        if info is None or parent_id not in self._records:
+            record = trace_record(trace, label=f"run {len(self.runs) + 1}")
+            self.runs.append(record)
+            if info is not None:
+                self._records[info.run_id] = record
+            return record
+        record = trace_record(trace, label=run_label(info))
+        self._records[info.run_id] = record
+        self._parents[info.run_id] = parent_id
+        self._records[parent_id]["children"].append(record)
+        counts = dict(record["behaviours"])
+        if info.kind == "exec":
+            counts["nested_exec"] = counts.get("nested_exec", 0) + 1
+        ancestor: str | None = parent_id
+        while ancestor is not None:
+            behaviours = self._records[ancestor]["behaviours"]
+            for name, n in counts.items():
+                behaviours[name] = behaviours.get(name, 0) + n
+            ancestor = self._parents.get(ancestor)
+        return record
+
+
+__all__ = ["TEXT_LIMIT", "RunCollector", "clip", "content_text", "pretty", "run_label",
+           "trace_record"]  # fmt: skip

@@ -12,9 +12,22 @@ from pathlib import Path
 import pytest
 from _report_traces import Node, Tree, batch, call, run, steer_after, turn
 
-from openprogram_testing.report import Coverage, exhibited, render_html, trace_record
+from openprogram import Registry, Runtime, agentic_function, function
+from openprogram_testing import run_exec_sync
+from openprogram_testing.report import (
+    Coverage,
+    RunCollector,
+    exhibited,
+    render_html,
+    trace_record,
+)
 from openprogram_testing.scripted import ScriptedProvider
-from openprogram_testing.trace import annotate, run_loop_sync
+from openprogram_testing.trace import (
+    add_trace_listener,
+    annotate,
+    remove_trace_listener,
+    run_loop_sync,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -185,3 +198,51 @@ def test_cassette_interactions_and_faults_are_marked_at_their_model_call() -> No
         "text": "TruncateAfter(n=3, disconnect=False) on interaction 0",
         "at": "model",
     }
+
+
+def test_runtime_exec_runs_become_nested_lanes_of_one_record() -> None:
+    """A trace tree announces each run; the collector files nested ``exec`` runs and
+    ``choices=`` asks under the run that started them and counts their behaviours there."""
+    registry = Registry()
+
+    @function(registry=registry)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @agentic_function(registry=registry)
+    def research(topic: str, runtime: Runtime) -> str:
+        """Research a topic with the model."""
+        return "research: " + runtime.exec(f"research {topic}")
+
+    provider = ScriptedProvider(
+        [
+            turn(call("research", {"topic": "cats"})),
+            turn(call("add", {"a": 1, "b": 2})),
+            "inner answer",
+            "outer answer",
+            "I think x.",  # the first choices ask: no pick
+            turn(call("choose", {"choice": "x"})),  # the re-ask picks
+        ]
+    )
+    collector = RunCollector()
+    add_trace_listener(collector.add)
+    try:
+        tree = run_exec_sync(
+            Runtime(provider, "m", registry=registry), "go", tools=[research, add],
+            choices=["x", "y"],
+        )  # fmt: skip
+    finally:
+        remove_trace_listener(collector.add)
+    assert tree.result == "x"
+    (record,) = collector.runs
+    labels = [child["label"] for child in record["children"]]
+    assert labels == [
+        "exec from research (call call_0, depth 1)",
+        "choices ask (depth 0)",
+        "choices ask (depth 0)",
+    ]
+    assert record["children"][0]["final_text"] == "inner answer"
+    assert record["behaviours"]["nested_exec"] == 1
+    assert record["behaviours"]["choices_retry"] == 1
+    assert record["behaviours"]["tool_round"] == 2  # the outer run's and the nested run's
