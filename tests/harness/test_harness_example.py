@@ -20,6 +20,14 @@ EXAMPLE = ROOT / "examples" / "city_agent"
 IN_CI = bool(os.environ.get("CI") or os.environ.get("OPENPROGRAM_WHEEL_TEST"))
 
 
+def _clean_env() -> dict[str, str]:
+    """This process's environment without what would leak into the child pytest (our own
+    PYTHONPATH, an xdist worker's PYTEST_* variables)."""
+    return {
+        k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PYTEST_")
+    }
+
+
 def _copy_example(tmp_path: Path) -> Path:
     target = tmp_path / "city_agent"
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
@@ -41,7 +49,7 @@ def _pytest(python: str | Path, cwd: Path, env: dict[str, str], *args: str) -> s
 
 def test_the_example_project_passes_its_own_tests(tmp_path: Path) -> None:
     project = _copy_example(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**_clean_env(), "PYTHONPATH": str(ROOT)}
     out = _pytest(sys.executable, project, env, "-p", "no:randomly")
     assert "exit=0" in out and "5 passed" in out, out
     assert "1 snapshot passed" in out, out  # compared with the committed snapshot, not rewritten
@@ -71,7 +79,7 @@ def test_the_built_wheel_in_fresh_virtualenvs(tmp_path: Path) -> None:
         shutil.copy(ROOT / name, src / name)
     for package in ("openprogram", "openprogram_testing"):
         shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    env = _clean_env()
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
