@@ -34,8 +34,7 @@ from openprogram.events import (
     TurnStart,
 )
 from openprogram.providers.base import Provider
-from openprogram.texts import SOURCE_FAILED_PREFIX
-from openprogram.tools import CANCELLED_TEXT, SKIPPED_TEXT
+from openprogram.texts import CANCELLED_TEXT, NOT_CALLED_TEXT, SKIPPED_TEXT, SOURCE_FAILED_PREFIX
 from openprogram.types import (
     AssistantMessage,
     Message,
@@ -46,9 +45,6 @@ from openprogram.types import (
 
 from .render import render_timeline, want_color
 from .trace import LoopTrace, run_loop_sync
-
-NOT_CALLED_TEXT = "Request was aborted before the model was called"
-"""The loop's text for an ``aborted`` message produced without calling the model."""
 
 
 @dataclass(frozen=True)
