@@ -3,10 +3,10 @@
 Streaming (default) calls ``converse_stream`` and reads its event stream; ``stream=False`` calls
 ``converse``.  botocore is synchronous, so the call and the reads run on a daemon worker thread
 that hands every event to the event loop (``call_soon_threadsafe``); the loop is never blocked.
-Cancelling (the run's cancel signal, or cancelling the consuming task) returns at once and
-closes the HTTP response under the worker, which then stops at its next read; the thread is a
-daemon, so even a read the OS will not interrupt never keeps the process alive (botocore's
-``read_timeout`` bounds it).  Why a thread and not an async AWS client: ``docs/decisions.md``.
+Cancelling (the run's cancel signal, or cancelling the consuming task) returns at once; the
+worker stops at its next event, and one stalled inside a read has its socket shut down; the
+thread is a daemon, so it never keeps the process alive (botocore's ``read_timeout`` bounds it).
+Why a thread and not an async AWS client: ``docs/decisions.md``.
 
 Stream events: ``messageStart``; ``contentBlockStart`` only for ``toolUse`` blocks (text blocks
 start with their first ``contentBlockDelta``); deltas carry ``text``, ``toolUse.input`` (JSON
@@ -124,12 +124,13 @@ def bedrock_retryable(code: str | None, status: int | None, headers: Any = None)
 class _Worker:
     """State shared between the event loop and the worker thread of one call."""
 
-    __slots__ = ("cancelled", "lock", "response")
+    __slots__ = ("cancelled", "done", "lock", "response")
 
     def __init__(self) -> None:
         self.cancelled = False
         self.response: Any = None  # the EventStream being read, to close on cancel
         self.lock = threading.Lock()
+        self.done = threading.Event()  # set by the worker when it has finished
 
     def close(self) -> None:
         with self.lock:
@@ -139,17 +140,26 @@ class _Worker:
                 response.close()
 
     def abort(self) -> None:
-        """Stop the call from the event loop without blocking it: closing a response blocks
-        while the worker is inside a read of it (the buffered reader's lock), so the socket is
-        shut down first (which ends that read at once) and the close runs on its own thread."""
+        """Stop the call from the event loop without blocking it.  The worker checks
+        ``cancelled`` after every event; one that does not come back within a grace period is
+        blocked in a read (a stall), so its socket is shut down, which ends that read at once
+        (closing the response instead would block on the reader's lock).  A worker that just
+        read the last frame finishes by itself: its connection goes back to the pool intact."""
         self.cancelled = True
+        threading.Thread(target=self._reap, name="openprogram-bedrock-reaper", daemon=True).start()
+
+    def _reap(self) -> None:
+        if self.done.wait(_GRACE_S):
+            return
         with self.lock:
-            response = self.response
-        sock = _socket_of(response)
+            sock = _socket_of(self.response)
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        threading.Thread(target=self.close, name="openprogram-bedrock-close", daemon=True).start()
+        self.close()
+
+
+_GRACE_S = 0.5
 
 
 def _socket_of(response: Any) -> socket.socket | None:
@@ -278,6 +288,7 @@ class BedrockProvider(SDKProvider):
                     post("exc", exc)
             finally:
                 worker.close()
+                worker.done.set()
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(_resolve, finished)
 

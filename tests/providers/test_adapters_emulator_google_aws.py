@@ -90,7 +90,7 @@ async def test_full_loop(api: str, stream: bool) -> None:
             messages = await run.result()
         emu.assert_complete()
         first, second = emu.requests[0].json, emu.requests[1].json
-    assert run.termination == "completed"
+    assert run.termination == "completed", [getattr(m, "error_message", None) for m in messages]
     assert [m.text for m in messages if isinstance(m, ToolResultMessage)] == ["42", "6"]
     assert messages[-1].text == "It is 42."
     calls = messages[1].tool_calls  # type: ignore[union-attr]
