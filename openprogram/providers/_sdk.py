@@ -1,10 +1,13 @@
-"""Machinery shared by the SDK-backed adapters (OpenAI Chat, OpenAI Responses, Anthropic).
+"""Machinery shared by the SDK-backed adapters (OpenAI Chat, OpenAI Responses, Anthropic,
+Gemini, Bedrock).
 
 One adapter = a request builder, a stream parser (SDK event → provider events, through
 ``MessageBuilder``) and a converter for non-streaming responses.  This module owns everything
-else, identically for all three: the lazily-built SDK client, the real-call guard, running the SDK
-call in a *pump task* (so cancellation can close the HTTP stream at any point, even while the
-server stalls), and turning every failure into a terminal ``error`` event.
+else, identically for all of them (Gemini and Bedrock override the client hooks, Bedrock also
+the pump, which runs its synchronous SDK on a worker thread): the lazily-built SDK client, the
+real-call guard, running the SDK call in a *pump task* (so cancellation can close the HTTP
+stream at any point, even while the server stalls), and turning every failure into a terminal
+``error`` event.
 
 SDK objects are turned into plain dicts (``to_dict``) before parsing: the parsers then work on
 the documented wire shapes, tolerate unknown fields, and the same code handles streamed chunks and

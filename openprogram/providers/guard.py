@@ -125,6 +125,7 @@ def check(base_url: str) -> None:
         "`guard.allow_model_requests(True)`), then replay it with `use_cassette(path)` — or point "
         "the provider at the loopback emulator "
         "(`openprogram_testing.emulator.ProviderEmulator`, base_url=emulator.openai_base_url / "
-        "emulator.anthropic_base_url). To allow real calls: "
+        "emulator.anthropic_base_url, or emulator.base_url for Gemini and Bedrock). To allow "
+        "real calls: "
         "`guard.set_allow_model_requests(True)`."
     )
