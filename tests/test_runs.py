@@ -367,3 +367,64 @@ def test_steer_rejects_what_is_not_a_message_and_clear_queues_returns_everything
     steering, follow_ups = runtime.clear_queues()
     assert [m.text for m in steering] == ["a"] and [m.text for m in follow_ups] == ["b", "c"]
     assert runtime.queued_follow_ups == []
+
+
+def test_whether_a_source_takes_the_point_is_decided_once_per_run() -> None:
+    class Counting:
+        """A callable object: its signature is read through ``__signature__`` (counted)."""
+
+        def __init__(self, point_param: bool) -> None:
+            self.reads = 0
+            self.calls = 0
+            self.point_param = point_param
+
+        @property
+        def __signature__(self) -> Any:
+            import inspect
+
+            self.reads += 1
+            params = (
+                [inspect.Parameter("point", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+                if self.point_param
+                else []
+            )
+            return inspect.Signature(params)
+
+        def __call__(self, *args: Any) -> list[str]:
+            self.calls += 1
+            assert len(args) == (1 if self.point_param else 0)
+            return []
+
+    for point_param in (True, False):
+        source = Counting(point_param)
+        provider = ScriptedProvider(
+            [turn(call("add", {"a": 1, "b": 2}), call("add", {"a": 3, "b": 4})), "done"]
+        )
+        _run(provider, {"get_steering_messages": source}, [add_tool()])
+        assert source.calls == 5 and source.reads == 1
+
+
+def test_steer_from_another_thread_reaches_the_running_batch() -> None:
+    provider = ScriptedProvider(
+        [
+            turn(call("wait", {}, id="w"), call("wait", {}, id="never")),
+            "steered",
+        ]
+    )
+    runtime = Runtime(provider, "m")
+    arrived = threading.Event()
+
+    def wait(args: dict[str, Any]) -> str:
+        threading.Thread(target=lambda: (runtime.steer("from a thread"), arrived.set())).start()
+        assert arrived.wait(10)
+        return "waited"
+
+    tool = {"spec": {"name": "wait", "parameters": {"type": "object"}}, "execute": wait}
+    assert runtime.exec("go", tools=[tool]) == "steered"
+    record = runtime.last_run
+    assert record is not None
+    assert [m.text for m in record.messages if m.role == "toolResult"] == [
+        "waited",
+        "Skipped due to queued user message.",
+    ]
+    assert [m.text for m in record.messages if m.role == "user"] == ["go", "from a thread"]
