@@ -269,7 +269,7 @@ def check_agent(
     """Run generated scenarios over the user's tools as one hypothesis property and check each
     run (``check_agent_run``).  ``tools`` is the tool list or a factory returning a fresh one
     per run (for tools with state); ``settings`` defaults to the active profile
-    (``property_settings()``); ``options`` go to ``agent_scenarios``.  A falsifying example is
+    (``property_settings()``), always without a deadline; ``options`` go to ``agent_scenarios``.  A falsifying example is
     shrunk, written as a YAML scenario (tools by import path; ``import_paths`` maps a tool name
     to ``module:attribute`` where it cannot be found by itself) and attached to the failure."""
     from hypothesis import given
@@ -281,7 +281,8 @@ def check_agent(
     factory: Callable[[], Sequence[Any]] | None = tools if callable(tools) else None
     offered = tuple(factory() if factory is not None else tools)  # type: ignore[arg-type]
     runner = _runner()
-    chosen: Hsettings = settings if settings is not None else property_settings()
+    # No deadline: the first run of a real agent pays for its imports and schema builds.
+    chosen = Hsettings(settings if settings is not None else property_settings(), deadline=None)
 
     @chosen
     @given(scenario=agent_scenarios(offered, **options))
