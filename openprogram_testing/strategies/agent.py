@@ -55,7 +55,8 @@ class AgentCall:
 
     @property
     def expected_error(self) -> str | None:
-        """The exact error result the loop must give, ``None`` when the tool's result stands."""
+        """The exact error result the loop must give, ``None`` when the tool's result stands (a
+        failure injected ``after`` a tool that raised itself leaves the tool's error)."""
         if self.call.expected_error is not None:
             return self.call.expected_error  # refused before the tool (or a failure) can run
         return self.message if self.failure is not None else None
@@ -71,6 +72,9 @@ class AgentScenario:
     prompt: str = "go"
     final_text: str = "done"
     tools: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    raised: set[str] = field(default_factory=set, compare=False, repr=False)
+    """Ids of the calls whose real tool raised during the last run (the tool's own error then
+    stands instead of a failure injected after it)."""
 
     def call_id(self, round_index: int, index: int) -> str:
         return f"call_{round_index}_{index}"
@@ -100,7 +104,8 @@ class AgentScenario:
     def build_tools(self) -> list[AgentTool]:
         """The real tools, each wrapped so this scenario's injected failures happen around it."""
         failures = {cid: c for cid, c in self.calls.items() if c.failure is not None}
-        return [_wrap(as_agent_tool(tool), failures) for tool in self.tools]
+        self.raised.clear()
+        return [_wrap(as_agent_tool(tool), failures, self.raised) for tool in self.tools]
 
     def build_schedule(self) -> Any:
         from .model import GeneratedScenario
@@ -127,7 +132,7 @@ class AgentScenario:
         return run_sync(self.run())
 
 
-def _wrap(tool: AgentTool, failures: dict[str, AgentCall]) -> AgentTool:
+def _wrap(tool: AgentTool, failures: dict[str, AgentCall], raised: set[str]) -> AgentTool:
     original = tool.execute
     accepts = tool.accepts
 
@@ -138,9 +143,13 @@ def _wrap(tool: AgentTool, failures: dict[str, AgentCall]) -> AgentTool:
         if planned is not None and planned.failure == "before":
             raise InjectedToolFailure(planned.message)
         given = {"tool_call_id": tool_call_id, "cancel": cancel, "on_update": on_update}
-        value = original(arguments, **{k: v for k, v in given.items() if k in accepts})
-        if inspect.isawaitable(value):
-            value = await value
+        try:
+            value = original(arguments, **{k: v for k, v in given.items() if k in accepts})
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception:
+            raised.add(tool_call_id)
+            raise
         if planned is not None:
             raise InjectedToolFailure(planned.message)
         return value
@@ -228,6 +237,10 @@ def agent_problems(scenario: AgentScenario, trace: LoopTrace) -> list[str]:
         if planned is None or result.skipped:
             continue
         want = planned.expected_error
+        if planned.failure == "after" and result.tool_call_id in scenario.raised:
+            want = None  # the real tool raised first: its own error stands
+            if not result.is_error:
+                out.append(f"{result.tool_call_id}: the tool raised, got a result {result.text!r}")
         if want is not None and (not result.is_error or result.text != want):
             out.append(
                 f"{result.tool_call_id} ({planned.call.label}"
@@ -269,9 +282,10 @@ def check_agent(
     """Run generated scenarios over the user's tools as one hypothesis property and check each
     run (``check_agent_run``).  ``tools`` is the tool list or a factory returning a fresh one
     per run (for tools with state); ``settings`` defaults to the active profile
-    (``property_settings()``), always without a deadline; ``options`` go to ``agent_scenarios``.  A falsifying example is
-    shrunk, written as a YAML scenario (tools by import path; ``import_paths`` maps a tool name
-    to ``module:attribute`` where it cannot be found by itself) and attached to the failure."""
+    (``property_settings()``), always without a deadline; ``options`` go to
+    ``agent_scenarios``.  A falsifying example is shrunk, written as a YAML scenario (tools by
+    import path; ``import_paths`` maps a tool name to ``module:attribute`` where it cannot be
+    found by itself) and attached to the failure."""
     from hypothesis import given
     from hypothesis import settings as Hsettings
 
