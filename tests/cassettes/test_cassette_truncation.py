@@ -1,11 +1,10 @@
 """A truncation sweep over the shared Gemini SSE and Bedrock event-stream recordings, through
-the cassette layer and the official SDKs: interaction j of each file is cut after k frames for
-every j and every k before its terminal frame.  Every cut is served, read by the SDK without a
-hang or a stray exception, and visibly incomplete (no ``finishReason`` / ``messageStop`` /
-``message_stop`` reaches the SDK), which is what an adapter turns into an ``error`` turn.  (The
-OpenAI and Anthropic recordings are swept through their adapters and the full loop in
-``test_cassette_conformance.py``; the Gemini and Bedrock adapters' loop-level conformance moves
-there as they arrive.)"""
+the cassette layer: interaction j of each file is cut after k frames for every j and every k up
+to its terminal frame.  Through the official SDKs every cut is served, read without a hang or a
+stray exception, and visibly incomplete (no ``finishReason`` / ``messageStop`` /
+``message_stop``); through the Gemini and Bedrock Converse adapters and the full loop every cut
+ends the run in one clean ``error``.  (The OpenAI and Anthropic recordings are swept the same
+way in ``test_cassette_conformance.py``.)"""
 
 from __future__ import annotations
 
@@ -250,3 +249,100 @@ def test_stalls_and_dropped_connections_reach_botocore(conformance_cassettes: Pa
         with pytest.raises(Exception, match="Connection broken") as raised:
             read()
         assert type(raised.value).__name__ == "ProtocolError"
+
+
+# ---- through the adapters and the full loop (the adapters exist for these two APIs)
+
+ADAPTER_SWEPT = tuple(
+    n
+    for n in SWEPT
+    if WITHOUT_ADAPTER[n] in ("gemini", "bedrock_converse", "bedrock_invoke")
+    and "vertexai" not in n
+)
+
+
+def _adapter(api: str, uri: str) -> Any:
+    if api == "gemini":
+        from google.genai import types
+
+        from openprogram.providers.gemini import GeminiProvider
+
+        options = types.HttpOptions(api_version="v1beta")
+        return GeminiProvider(api_key="dummy-key-123456", http_options=options)
+    found = re.search(r"bedrock-runtime\.([^.]+)\.", uri)
+    assert found
+    if api == "bedrock_invoke":  # Claude on Bedrock through the anthropic SDK's own client
+        from anthropic import AsyncAnthropicBedrock
+
+        from openprogram.providers.anthropic import AnthropicProvider
+
+        client = AsyncAnthropicBedrock(
+            aws_region=found.group(1),
+            aws_access_key="AKIAEXAMPLEKEY000000",
+            aws_secret_key="example-secret-key-value",
+            max_retries=0,
+        )
+        return AnthropicProvider(client)
+    from openprogram.providers.bedrock import BedrockProvider
+
+    return BedrockProvider(
+        region_name=found.group(1),
+        aws_access_key_id="AKIAEXAMPLEKEY000000",
+        aws_secret_access_key="example-secret-key-value",
+    )
+
+
+def _model(api: str, uri: str) -> str:
+    from urllib.parse import unquote
+
+    pattern = r"/models/([^/:]+):" if api == "gemini" else r"/model/([^/]+)/"
+    found = re.search(pattern, uri)
+    assert found
+    return unquote(found.group(1))
+
+
+@pytest.mark.parametrize("name", ADAPTER_SWEPT)
+async def test_every_cut_ends_the_loop_in_one_clean_error_through_the_adapter(
+    conformance_cassettes: Path, name: str
+) -> None:
+    """The loop offers no tools, so recorded tool calls get "unknown tool" results and the loop
+    goes on to the next recorded interaction: interaction j cut after k frames ends the run in
+    ``error`` at model call j + 1, for every j and every k before the terminal frame."""
+    import asyncio
+
+    from openprogram_testing.trace import run_loop
+
+    api = WITHOUT_ADAPTER[name]
+    recorded = load_interactions(conformance_cassettes / name)
+    uri = recorded[0]["request"]["uri"]
+    provider, model = _adapter(api, uri), _model(api, uri)
+    limit = len(recorded)
+    with use_cassette(conformance_cassettes / name, allow_unplayed=True) as cassette:
+        starts: list[int] = []  # the first interaction of each loop run the file holds
+        while len(cassette.played) < len(recorded):
+            starts.append(len(cassette.played))
+            full = await run_loop(provider, "hi", model=model, max_iterations=limit)
+            assert full.termination in ("completed", "max_iterations"), full.error
+            assert len(cassette.played) > starts[-1], "a run that plays nothing"
+        assert cassette.played == list(range(len(recorded)))  # every interaction reached
+        checked = 0
+        for j in _streamed(name, conformance_cassettes):
+            run = max(s for s in starts if s <= j)
+            frames = _frames(_body(recorded[j]))
+            for k in range(_terminal_index(api, frames) + 1):
+                cassette.rewind(mutations={j: [TruncateAfter(k)]})
+                for _ in [s for s in starts if s < run]:  # earlier runs, uncut
+                    await run_loop(provider, "hi", model=model, max_iterations=limit)
+                trace = await asyncio.wait_for(
+                    run_loop(provider, "hi", model=model, max_iterations=limit), 30
+                )
+                where = f"{name} #{j} cut after {k} of {len(frames)} frames"
+                assert trace.termination == "error", where
+                assert trace.model_calls == j - run + 1, where
+                assert trace.assistant_messages[-1].stop_reason == "error", where
+                assert trace.assistant_messages[-1].error_message, where
+                checked += 1
+    assert checked == sum(
+        _terminal_index(api, _frames(_body(recorded[j]))) + 1
+        for j in _streamed(name, conformance_cassettes)
+    )
