@@ -2,8 +2,10 @@
 the cassette layer: interaction j of each file is cut after k frames for every j and every k up
 to its terminal frame.  Through the official SDKs every cut is served, read without a hang or a
 stray exception, and visibly incomplete (no ``finishReason`` / ``messageStop`` /
-``message_stop``); through the Gemini and Bedrock Converse adapters and the full loop every cut
-ends the run in one clean ``error``.  (The OpenAI and Anthropic recordings are swept the same
+``message_stop``); through the adapters (Gemini Developer API, Bedrock Converse, Claude on
+Bedrock via the anthropic SDK's client; the Vertex recording needs Google credentials to build an
+adapter, so it is swept through httpx2 only) and the full loop every cut ends the run in one
+clean ``error``.  (The OpenAI and Anthropic recordings are swept the same
 way in ``test_cassette_conformance.py``.)"""
 
 from __future__ import annotations
