@@ -354,6 +354,10 @@ _recording: contextvars.ContextVar[tuple[list[AgentEvent], list[Annotation]] | N
 )
 
 
+NESTED_RUN = "nested_run"
+"""Annotation kind: a ``Runtime`` run (its ``run_id`` is the text) ran inside a tool call."""
+
+
 def annotate(kind: str, text: str) -> None:
     """Note on the run being recorded (if any) what happened beneath the loop right now: a
     cassette interaction replayed, a fault injected.  A no-op outside ``run_loop``, so the
@@ -379,6 +383,7 @@ def _as_prompts(prompts: Sequence[UserMessage | str] | UserMessage | str) -> lis
 
 
 __all__ = [
+    "NESTED_RUN",
     "Annotation",
     "LoopTrace",
     "TraceListener",

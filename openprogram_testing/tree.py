@@ -30,7 +30,7 @@ from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
 from .steering import Delivery, DeliveryKind, RunLike, RunPath, SteeringSchedule, run_path
-from .trace import LoopTrace, announce_trace
+from .trace import NESTED_RUN, LoopTrace, annotate, announce_trace
 
 CHOICES_STEP = ":choices"
 """The path step of a ``choices=`` ask (``tree[":choices"]``): not a tool name, so it never
@@ -216,6 +216,9 @@ async def run_exec(
     tree.exception = failure
     for node in tree.walk():
         announce_trace(node.trace)
+    # Inside a tool of a traced loop run (a scenario's agentic tool), note which run this was,
+    # so the report files it under the tool call that started it.
+    annotate(NESTED_RUN, tree.run.run_id)
     if failure is not None and raises:
         try:
             failure.add_note("runs timeline:\n" + render_timeline(tree))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from openprogram.events import ToolExecutionStart
 from openprogram.types import (
     ImageContent,
     TextContent,
@@ -19,6 +20,7 @@ from openprogram.types import (
     ToolResultMessage,
 )
 
+from ..trace import NESTED_RUN
 from .behaviours import exhibited
 from .rounds import Round, child_traces, split_rounds
 
@@ -145,6 +147,8 @@ def _annotations(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
     the event they follow (``model`` while the reply streamed, else the tool call index)."""
     out: list[dict[str, Any]] = []
     for note in trace.annotations:
+        if note.kind == NESTED_RUN:  # shown as a nested lane, not as a note
+            continue
         if not r.start_index <= note.event_index - 1 <= r.end_index:
             continue
         where = "model"
@@ -228,6 +232,7 @@ class RunCollector:
         parent_id = getattr(info, "parent_id", None)
         if info is None or parent_id not in self._records:
             record = trace_record(trace, label=f"run {len(self.runs) + 1}")
+            self._adopt(trace, record)
             self.runs.append(record)
             if info is not None:
                 self._records[info.run_id] = record
@@ -241,11 +246,39 @@ class RunCollector:
             counts["nested_exec"] = counts.get("nested_exec", 0) + 1
         ancestor: str | None = parent_id
         while ancestor is not None:
-            behaviours = self._records[ancestor]["behaviours"]
-            for name, n in counts.items():
-                behaviours[name] = behaviours.get(name, 0) + n
+            _merge(self._records[ancestor]["behaviours"], counts)
             ancestor = self._parents.get(ancestor)
         return record
+
+    def _adopt(self, trace: LoopTrace, record: dict[str, Any]) -> None:
+        """Runs that a tool of ``trace`` started through ``Runtime.exec`` (announced before
+        it, noted on it as ``NESTED_RUN``) move under ``record`` as nested lanes."""
+        for note in trace.annotations:
+            if note.kind != NESTED_RUN:
+                continue
+            child = self._records.get(note.text)
+            if child is None or not any(r is child for r in self.runs):
+                continue
+            self.runs.remove(child)
+            start = next(
+                (
+                    e
+                    for e in reversed(trace.events[: note.event_index])
+                    if isinstance(e, ToolExecutionStart)
+                ),
+                None,
+            )
+            if start is not None:
+                child["label"] = f"exec from {start.tool_name} (call {start.tool_call_id})"
+            record["children"].append(child)
+            counts = dict(child["behaviours"])
+            counts["nested_exec"] = counts.get("nested_exec", 0) + 1
+            _merge(record["behaviours"], counts)
+
+
+def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
+    for name, n in counts.items():
+        into[name] = into.get(name, 0) + n
 
 
 __all__ = ["TEXT_LIMIT", "RunCollector", "clip", "content_text", "pretty", "run_label",

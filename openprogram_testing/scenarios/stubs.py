@@ -86,12 +86,16 @@ async def _run_nested(
         content = agentic.prompt.format(**arguments)
     except (KeyError, IndexError) as exc:
         raise ValueError(f"the agentic prompt needs the argument {exc}") from None
+    from ..tree import run_exec
+
     runtime = Runtime(provider, model=model)
-    return await runtime.aexec(
+    tree = await run_exec(  # traced, so the report shows the nested run under its tool call
+        runtime,
         content,
         tools=[tools[name] for name in agentic.tools],
         max_iterations=agentic.max_iterations,
     )
+    return tree.result
 
 
 __all__ = ["build_stub", "build_tools"]

@@ -246,3 +246,24 @@ def test_runtime_exec_runs_become_nested_lanes_of_one_record() -> None:
     assert record["behaviours"]["nested_exec"] == 1
     assert record["behaviours"]["choices_retry"] == 1
     assert record["behaviours"]["tool_round"] == 2  # the outer run's and the nested run's
+
+
+def test_a_scenarios_agentic_tool_run_is_a_nested_lane_under_its_tool_call() -> None:
+    """The nested ``Runtime.exec`` of an agentic tool is announced before the loop run that
+    called it; the collector files it under that run, at the tool call that started it."""
+    from openprogram_testing.scenarios import run_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    collector = RunCollector()
+    add_trace_listener(collector.add)
+    try:
+        result = run_scenario(root / "scenarios" / "scenario_33_nested_agentic_function.yaml")
+    finally:
+        remove_trace_listener(collector.add)
+    assert result.passed
+    (record,) = collector.runs
+    (lane,) = record["children"]
+    call_id = result.trace.tool_calls[0].id
+    assert lane["label"] == f"exec from {result.trace.tool_calls[0].name} (call {call_id})"
+    assert lane["rounds"] and record["behaviours"]["nested_exec"] == 1
+    assert all(note["kind"] != "nested_run" for r in record["rounds"] for note in r["notes"])
