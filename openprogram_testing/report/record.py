@@ -231,8 +231,9 @@ class RunCollector:
         info = getattr(trace, "run", None)
         parent_id = getattr(info, "parent_id", None)
         if info is None or parent_id not in self._records:
-            record = trace_record(trace, label=f"run {len(self.runs) + 1}")
+            record = trace_record(trace)
             self._adopt(trace, record)
+            record["label"] = f"run {len(self.runs) + 1}"
             self.runs.append(record)
             if info is not None:
                 self._records[info.run_id] = record

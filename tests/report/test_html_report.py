@@ -262,6 +262,7 @@ def test_a_scenarios_agentic_tool_run_is_a_nested_lane_under_its_tool_call() -> 
         remove_trace_listener(collector.add)
     assert result.passed
     (record,) = collector.runs
+    assert record["label"] == "run 1"
     (lane,) = record["children"]
     call_id = result.trace.tool_calls[0].id
     assert lane["label"] == f"exec from {result.trace.tool_calls[0].name} (call {call_id})"
