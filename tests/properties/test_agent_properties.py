@@ -14,6 +14,7 @@ from _schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 from hypothesis import HealthCheck, given, settings
 
 import openprogram.calls as calls_module
+from openprogram_testing.scenarios import load_scenario, run_scenario
 from openprogram_testing.strategies import (
     AgentCall,
     AgentCheckFailed,
@@ -25,6 +26,7 @@ from openprogram_testing.strategies import (
     schema_calls,
 )
 
+HERE = Path(__file__).resolve().parent
 QUICK = settings(
     max_examples=60,
     derandomize=True,
@@ -125,6 +127,10 @@ def test_a_predicate_failure_shrinks_to_one_call_and_is_written_with_import_path
     assert {"import": "_schema_tools:refund"} in data["tools"]
     assert {"import": "_schema_tools:get_order"} in data["tools"]
     assert "no_refund_over_100" in data["description"]
+    # The file loads with the tools imported by path and replays the run: the labelled outcomes
+    # hold (the predicate cannot be written in YAML).
+    result = run_scenario(load_scenario(path, import_roots=[HERE]), import_roots=[HERE])
+    assert result.passed, result.failure_text
 
 
 def test_a_loop_that_feeds_back_the_wrong_refusal_is_caught(
@@ -138,18 +144,42 @@ def test_a_loop_that_feeds_back_the_wrong_refusal_is_caught(
 
     monkeypatch.setattr(calls_module, "validation_failed_text", buggy)
     with pytest.raises(AgentCheckFailed, match="labelled outcomes differ"):
-        check_agent(
-            [get_order],
-            settings=settings(QUICK, max_examples=300),
-            import_paths={"get_order": "x:y"},
-        )
+        check_agent([get_order], settings=settings(QUICK, max_examples=300))
     (path,) = failure_folder.glob("agent_failure_*.scenario.yaml")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     # Shrunk to one call whose argument text is not JSON, expected with the exact refusal.
     (called,) = [c for t in data["script"] if isinstance(t, dict) for c in t["calls"]]
-    assert "raw_args" in called and data["tools"] == [{"import": "x:y"}]
+    assert "raw_args" in called and data["tools"] == [{"import": "_schema_tools:get_order"}]
     (expected,) = data["expect"]["tool_results"]
     assert expected["is_error"] and called["raw_args"] in expected["text"]
+    # The committed file fails while the bug is in and passes once it is fixed.
+    scenario = load_scenario(path, import_roots=[HERE])
+    assert not run_scenario(scenario, import_roots=[HERE]).passed
+    monkeypatch.undo()
+    assert run_scenario(scenario, import_roots=[HERE]).passed
+
+
+def test_a_tool_with_injected_failures_is_exported_as_a_replaying_stub(
+    event_runner: asyncio.Runner, tmp_path: Path
+) -> None:
+    from openprogram_testing.strategies import SchemaCall, agent_scenario_to_yaml
+
+    valid = {"order_id": "ORD-0001", "amount": 1, "reason": "late"}
+    call = SchemaCall("refund", "valid", valid)
+    scenario = AgentScenario(
+        ((AgentCall(call, "before", "down"), AgentCall(call)),), tools=(refund, get_order)
+    )
+    trace = scenario.run_sync(runner=event_runner)
+    text = agent_scenario_to_yaml(scenario, trace)
+    data = yaml.safe_load(text)
+    stub = next(t for t in data["tools"] if t.get("name") == "refund")
+    assert stub["parameters"] == REFUND_SCHEMA
+    assert stub["sequence"] == [{"raises": "down"}, {"returns": "refunded 1 on ORD-0001"}]
+    assert {"import": "_schema_tools:get_order"} in data["tools"]
+    path = tmp_path / "replay.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = run_scenario(load_scenario(path, import_roots=[HERE]), import_roots=[HERE])
+    assert result.passed, result.failure_text
 
 
 def test_import_paths_are_found_for_decorated_functions_and_dict_tools() -> None:
