@@ -169,7 +169,7 @@ def cassette_file(scenario: Scenario) -> tuple[Path | None, str | None]:
     base = scenario.path.parent if scenario.path is not None else root
     try:
         resolved = (base / raw).resolve()
-    except (OSError, RuntimeError) as exc:
+    except (OSError, RuntimeError, ValueError) as exc:
         return None, f"cannot resolve the cassette path: {exc}"
     if not resolved.is_relative_to(root):
         return None, f"the cassette path leads outside the scenario's root {root}: {resolved}"

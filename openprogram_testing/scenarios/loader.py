@@ -63,13 +63,19 @@ def parse_scenario(
 ) -> Scenario:
     """Validate scenario YAML ``text``; ``path`` names it in messages and anchors relative
     cassette paths (``root`` and ``import_roots`` as for ``load_scenario``)."""
+    import yaml
+
     path = Path(path)
     file = str(path)
     try:
         root_node, data = read(text)
     except YamlProblem as exc:
         raise ScenarioError([Problem(file, exc.line, exc.column, "", exc.message)]) from None
-    if root_node is None:
+    if root_node is None or (
+        isinstance(root_node, yaml.ScalarNode)
+        and root_node.tag == "tag:yaml.org,2002:null"
+        and not root_node.value
+    ):
         raise ScenarioError(
             [
                 Problem(
@@ -82,8 +88,6 @@ def parse_scenario(
                 )
             ]
         )
-    import yaml
-
     if not isinstance(root_node, yaml.MappingNode):
         line, col = pos(root_node)
         raise ScenarioError(

@@ -107,31 +107,32 @@ def read(text: str) -> tuple[Any, Any]:
 def _read_with(loader_class: Any, text: str) -> tuple[Any, Any]:
     import yaml
 
-    loader = loader_class(text)
+    loader: Any = None
     try:
-        try:
-            loader.get_event()  # stream start
-            if loader.check_event(yaml.StreamEndEvent):
-                return None, None
-            loader.get_event()  # document start
-            node = _compose(loader)
-            loader.get_event()  # document end
-            if not loader.check_event(yaml.StreamEndEvent):
-                mark = loader.peek_event().start_mark
-                raise YamlProblem(
-                    mark.line + 1, mark.column + 1, "expected one YAML document, found another"
-                )
-            merge_flow_tokens(node)
-            return node, loader.construct_document(node)
-        except yaml.MarkedYAMLError as exc:
-            raise _marked(exc) from None
-        except yaml.reader.ReaderError as exc:
-            line, column = text_position(text, exc.position)
-            raise YamlProblem(line, column, f"YAML error: {exc.reason}") from None
-        except yaml.YAMLError as exc:
-            raise YamlProblem(1, 1, f"YAML error: {exc}") from None
+        loader = loader_class(text)  # the reader checks every character here
+        loader.get_event()  # stream start
+        if loader.check_event(yaml.StreamEndEvent):
+            return None, None
+        loader.get_event()  # document start
+        node = _compose(loader)
+        loader.get_event()  # document end
+        if not loader.check_event(yaml.StreamEndEvent):
+            mark = loader.peek_event().start_mark
+            raise YamlProblem(
+                mark.line + 1, mark.column + 1, "expected one YAML document, found another"
+            )
+        merge_flow_tokens(node)
+        return node, loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        raise _marked(exc) from None
+    except yaml.reader.ReaderError as exc:
+        line, column = text_position(text, exc.position)
+        raise YamlProblem(line, column, f"YAML error: {exc.reason}") from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem(1, 1, f"YAML error: {exc}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _compose(loader: Any) -> Any:
@@ -171,6 +172,8 @@ def _compose(loader: Any) -> Any:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            if not event.value.isascii():
+                _check_text(event.value, mark)
             value = yaml.ScalarNode(tag, event.value, mark, end, style=event.style)
             size = 1
             if event.anchor is not None:
@@ -217,6 +220,17 @@ def _compose(loader: Any) -> Any:
                 parent.key = None
         else:
             parent.node.value.append(value)
+
+
+def _check_text(value: str, mark: Any) -> None:
+    """A ``"\\ud800"`` escape makes a string no file or terminal can hold: refuse it here."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = f"\\u{ord(value[exc.start]):04x}"
+        raise YamlProblem(
+            mark.line + 1, mark.column + 1, f"a lone surrogate ({bad}) is not text"
+        ) from None
 
 
 def _marked(exc: Any) -> YamlProblem:
