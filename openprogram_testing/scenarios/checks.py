@@ -120,6 +120,15 @@ def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
                             "'tools'",
                         )
                     )
+    driven = scenario.schema_driven
+    for j, name in enumerate(driven.tools or [] if driven is not None else []):
+        if name not in declared:
+            found.append(
+                (
+                    ("schema_driven", "tools", j),
+                    f"schema_driven calls tool {name!r}, which is not declared in 'tools'",
+                )
+            )
     choice = scenario.options.tool_choice
     if isinstance(choice, FunctionChoice) and choice.name not in declared:
         found.append(

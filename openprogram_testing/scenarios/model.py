@@ -312,6 +312,17 @@ class CassetteRef(_Strict):
     allow_unplayed: bool = False
 
 
+class SchemaDrivenDef(_Strict):
+    """The model is ``SchemaDrivenProvider``: it calls the offered tools with arguments made
+    from their JSON Schemas (``tools``: a subset, in that order; ``per_round`` calls per
+    response), then replies with a summary of the results.  ``seed`` makes it repeatable."""
+
+    seed: int | str = 0
+    tools: list[str] | None = None
+    per_round: int = Field(default=1, ge=1)
+    chunk_size: int | None = Field(default=None, ge=1)
+
+
 # -- steering ---------------------------------------------------------------------------------
 
 
@@ -411,6 +422,7 @@ class Scenario(_Strict):
     tools: list[ToolDef] = Field(default_factory=list)
     script: list[str | TurnDef] | None = None
     cassette: CassetteRef | None = None
+    schema_driven: SchemaDrivenDef | None = None
     steering: list[SteeringDef] = Field(default_factory=list)
     follow_ups: list[str] = Field(default_factory=list)
     options: LoopOptions = Field(default_factory=LoopOptions)
@@ -431,8 +443,11 @@ class Scenario(_Strict):
             raise ValueError("give exactly one of 'prompt' or 'prompts'")
         if self.prompts is not None and not self.prompts:
             raise ValueError("'prompts' needs at least one prompt")
-        if (self.script is None) == (self.cassette is None):
-            raise ValueError("give exactly one of 'script' (a model script) or 'cassette'")
+        models = [self.script, self.cassette, self.schema_driven]
+        if sum(m is not None for m in models) != 1:
+            raise ValueError(
+                "give exactly one of 'script' (a model script), 'cassette' or 'schema_driven'"
+            )
         counts = Counter(t.name for t in self.tools if t.name is not None)
         dupes = sorted(n for n, k in counts.items() if k > 1)
         if dupes:

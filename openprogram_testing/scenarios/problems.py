@@ -239,6 +239,10 @@ def _message(err: dict[str, Any], loc: tuple[Any, ...], node: Any) -> str:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             hint += f"; allowed keys: {', '.join(allowed)}"
         return f"unknown key {key!r}{hint}"
+    if kind == "string_pattern_mismatch":  # the only patterned strings are import paths
+        return (
+            f"expected an import path like 'package.module:attribute', got {_describe_node(node)}"
+        )
     if kind == "missing":
         return f"missing required field {loc[-1]!r}"
     if kind == "value_error":

@@ -311,7 +311,15 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
 
 
 def build_provider(scenario: Scenario) -> Any:
-    """The strict ``ScriptedProvider`` playing the scenario's model script."""
+    """The strict ``ScriptedProvider`` playing the scenario's model script (or the
+    ``SchemaDrivenProvider`` that ``schema_driven`` describes)."""
+    if scenario.schema_driven is not None:
+        from ..schema_provider import SchemaDrivenProvider
+
+        spec = scenario.schema_driven
+        return SchemaDrivenProvider(
+            seed=spec.seed, tools=spec.tools, per_round=spec.per_round, chunk_size=spec.chunk_size
+        )
     from ..scripted import ScriptedProvider, ScriptedTurn, call, think
 
     turns = []
