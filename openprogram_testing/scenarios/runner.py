@@ -101,7 +101,9 @@ def run_scenario(
         from .loader import load_scenario
 
         scenario = load_scenario(scenario, import_roots=import_roots)
-    return _run_sync(
+    from openprogram import run_sync
+
+    return run_sync(
         arun_scenario(
             scenario,
             update_snapshots=update_snapshots,
@@ -193,23 +195,6 @@ async def _stop(task: asyncio.Future[Any]) -> None:
     await asyncio.wait({task}, timeout=STOP_GRACE_S)
     if task.done() and not task.cancelled():
         task.exception()  # retrieved: a late error must not be logged as "never retrieved"
-
-
-def _run_sync(coro: Any) -> ScenarioResult:
-    """Run ``coro`` to the end from synchronous code (on a helper thread inside a running
-    event loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        result: ScenarioResult = asyncio.run(coro)
-        return result
-    import concurrent.futures
-    import contextvars
-
-    ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        done: ScenarioResult = pool.submit(ctx.run, asyncio.run, coro).result()
-        return done
 
 
 def _text(exc: BaseException) -> str:
