@@ -204,7 +204,7 @@ def test_top_level_must_be_a_mapping_and_not_empty() -> None:
 def test_shape_rules_are_reported_at_the_enclosing_mapping() -> None:
     assert error_of("script: [x]\n") == ("s.yaml:1:1: give exactly one of 'prompt' or 'prompts'")
     assert error_of("prompt: hi\n") == (
-        "s.yaml:1:1: give exactly one of 'script' (a model script) or 'cassette'"
+        "s.yaml:1:1: give exactly one of 'script' (a model script), 'cassette' or 'schema_driven'"
     )
     assert error_of("prompt: hi\nscript:\n  - {error: x, stop: length}\n") == (
         "s.yaml:3:5: script[0]: a turn ends one way only, got stop, error"
