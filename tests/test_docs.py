@@ -59,7 +59,11 @@ def _blocks() -> list[Block]:
 
 BLOCKS = _blocks()
 PYTHON = [b for b in BLOCKS if b.lang == "python" and not b.mark.startswith("none")]
-SCENARIOS = [b for b in BLOCKS if b.lang == "yaml" and re.search(r"(?m)^prompts?:", b.code)]
+SCENARIOS = [
+    b
+    for b in BLOCKS
+    if b.lang == "yaml" and re.search(r"(?m)^prompts?:", b.code) and not b.mark.startswith("none")
+]
 SHELL = [b for b in BLOCKS if b.lang in ("bash", "sh", "console")]
 
 
