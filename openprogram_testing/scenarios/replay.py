@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from openprogram.providers.wire import WireAPI
 
@@ -65,13 +67,33 @@ def _base_url(api: WireAPI, uri: str, path: Path) -> str:
     return base[: -len(endpoint)]
 
 
-def replay_provider(api: WireAPI, base_url: str) -> Any:
-    """The real ``api`` adapter pointed at ``base_url`` with a placeholder key (replay only)."""
+def replay_provider(api: WireAPI, base_url: str, uri: str = "") -> Any:
+    """The real ``api`` adapter pointed at ``base_url`` with placeholder credentials (replay
+    only: nothing leaves the process)."""
     cls = adapter_class(api)
     if cls is None:
         raise ValueError(adapter_problem(api))
+    if api == "bedrock":
+        region = re.search(r"bedrock-runtime[.-]([a-z0-9-]+)\.", base_url)
+        return cls(
+            region_name=region.group(1) if region else "us-east-1",
+            base_url=base_url,
+            aws_access_key_id="AKIAREPLAY",
+            aws_secret_access_key="replay",
+        )
+    if api == "gemini":
+        version = re.search(r"/(v[0-9][a-z0-9]*)/models/", uri)
+        options = {"api_version": version.group(1)} if version else {}
+        return cls(api_key="replay", base_url=base_url, http_options=options)
     key = "sk-ant-replay" if api == "anthropic" else "sk-replay"
     return cls(api_key=key, base_url=base_url)
+
+
+_MODEL_IN_PATH = {
+    "gemini": re.compile(r"/models/([^/:?]+)"),
+    "bedrock": re.compile(r"/model/([^/?]+)/"),
+}
+"""APIs that name the model in the request path rather than the body."""
 
 
 def cassette_adapter(api: WireAPI, path: Path, default_model: str) -> tuple[Any, str, int]:
@@ -91,11 +113,16 @@ def cassette_adapter(api: WireAPI, path: Path, default_model: str) -> tuple[Any,
         body = body.get("string")
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
-    try:
-        model = json.loads(body).get("model") or default_model
-    except (TypeError, ValueError, AttributeError):
-        pass
-    return replay_provider(api, base_url), model, len(interactions)
+    in_path = _MODEL_IN_PATH.get(api)
+    found = in_path.search(uri) if in_path is not None else None
+    if found is not None:
+        model = unquote(found.group(1))
+    else:
+        try:
+            model = json.loads(body).get("model") or default_model
+        except (TypeError, ValueError, AttributeError):
+            pass
+    return replay_provider(api, base_url, uri), model, len(interactions)
 
 
 def build_mutation(m: Mutation) -> Any:

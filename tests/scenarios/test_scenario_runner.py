@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from openprogram_testing.scenarios import (
-    ScenarioError,
     Scenario,
+    ScenarioError,
     ScenarioResult,
     event_tokens,
     load_scenario,
