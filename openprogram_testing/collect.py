@@ -63,6 +63,14 @@ class ScenarioFile(pytest.File):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The collector's own settings."""
+    parser.getgroup("openprogram").addoption(
+        "--openprogram-import-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Look up scenario import: paths in DIR first (repeatable; the pythonpath ini "
+        "setting and the rootdir are always searched).",
+    )
     parser.addini(
         "openprogram_scenario_time_limit",
         "Wall-clock limit of one scenario run in seconds (default: 60; a scenario's "
@@ -72,9 +80,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def import_roots(config: pytest.Config) -> list[Path]:
-    """Where scenario ``import:`` paths are looked up under pytest: the ``pythonpath`` ini
-    setting, then the rootdir."""
-    roots = [Path(str(p)) for p in config.getini("pythonpath") or []]
+    """Where scenario ``import:`` paths are looked up under pytest: ``--openprogram-import-root``
+    (what the CLI's ``--import-root`` passes), the ``pythonpath`` ini setting, the rootdir."""
+    roots = [Path(str(p)) for p in config.getoption("openprogram_import_root", default=[]) or []]
+    roots += [Path(str(p)) for p in config.getini("pythonpath") or []]
     roots.append(Path(str(config.rootpath)))
     return roots
 

@@ -91,6 +91,7 @@ def pytest_args(
     coverage: bool = False,
     fail_under: float | None = None,
     update_snapshots: bool = False,
+    import_roots: list[Path] | None = None,
 ) -> list[str]:
     """The pytest command line that runs ``files`` as ``run`` was asked to."""
     args = [str(f) for f in files]
@@ -115,6 +116,7 @@ def pytest_args(
         args.append(f"--openprogram-coverage-fail-under={fail_under:g}")
     if update_snapshots:
         args.append("--snapshot-update")
+    args += [f"--openprogram-import-root={root}" for root in import_roots or ()]
     return args
 
 
@@ -153,6 +155,10 @@ def run(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Print the timeline of every scenario.")
     ] = False,
+    import_root: Annotated[
+        list[Path] | None,
+        typer.Option("--import-root", help="Look up scenario import: paths here (repeatable)."),
+    ] = None,
 ) -> None:
     """Run scenarios through pytest and print a report; exit 1 if any failed."""
     import pytest
@@ -177,6 +183,7 @@ def run(
         coverage=coverage,
         fail_under=fail_under,
         update_snapshots=update_snapshots,
+        import_roots=import_root,
     )
     reporter = ScenarioReporter(out, err, verbose=verbose)
     try:
@@ -229,6 +236,10 @@ def _write_results(results_dir: Path, reporter: Any) -> None:
 @app.command()
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Scenario files or directories.")],
+    import_root: Annotated[
+        list[Path] | None,
+        typer.Option("--import-root", help="Look up scenario import: paths here (repeatable)."),
+    ] = None,
 ) -> None:
     """Check scenario files without running them; exit 1 if any is invalid."""
     files = discover(paths)
@@ -237,7 +248,7 @@ def validate(
     bad = 0
     for f in files:
         try:
-            load_scenario(f)
+            load_scenario(f, import_roots=import_root or ())
         except ScenarioError as exc:
             bad += 1
             out.print(escape(str(exc)))

@@ -225,3 +225,43 @@ def test_schema_driven_names_declared_tools_only() -> None:
         "s.yaml:2:25: schema_driven.tools[0]: schema_driven calls tool 'ghost', which is not "
         "declared in 'tools'"
     )
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_the_cli_import_root_option(tmp_path: Path, command: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = tmp_path / "code"
+    (code / "clishop").mkdir(parents=True)
+    (code / "clishop" / "__init__.py").write_text(
+        "from openprogram import function\n\n\n@function\ndef ping() -> str:\n"
+        '    """Answer."""\n    return "pong"\n'
+    )
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "scenario_ping.yaml").write_text(
+        "prompt: hi\ntools: [{import: 'clishop:ping'}]\n"
+        "script: [{calls: [{name: ping}]}, done]\nexpect: {tool_results: [{text: pong}]}\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "500", "NO_COLOR": "1"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "openprogram_testing.cli", command, *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=tmp_path,
+        )
+
+    without = cli(str(scenarios))
+    assert without.returncode == 1, without.stdout + without.stderr
+    assert "scenario_ping.yaml:2:18: tools[0].import: cannot import 'clishop:ping'" in (
+        without.stdout
+    ), without.stdout
+    found = cli("--import-root", "code", str(scenarios))
+    assert found.returncode == 0, found.stdout + found.stderr
