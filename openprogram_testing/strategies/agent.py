@@ -72,6 +72,11 @@ class AgentScenario:
     prompt: str = "go"
     final_text: str = "done"
     tools: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    runtime: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+    """A factory ``f(provider) -> Runtime``: runs go through ``Runtime.exec`` (nested runs of
+    agentic functions included) instead of the bare loop."""
+    nested: list[LoopTrace] = field(default_factory=list, compare=False, repr=False)
+    """The traces of the runs nested in the last run (with ``runtime``)."""
     raised: set[str] = field(default_factory=set, compare=False, repr=False)
     """Ids of the calls whose real tool raised during the last run (the tool's own error then
     stands instead of a failure injected after it)."""
@@ -98,7 +103,9 @@ class AgentScenario:
                 scripted.id = self.call_id(r, i)
                 parts.append(scripted)
             turns.append(ScriptedTurn(parts=parts))
-        turns += [self.final_text] * (len(self.steering) + 1)
+        # Enough replies for every follow-up, and (through a runtime) for nested runs, whose
+        # model calls take turns from the same script.
+        turns += [self.final_text] * (len(self.steering) + 1 + (20 if self.runtime else 0))
         return ScriptedProvider(turns, strict=False)
 
     def build_tools(self) -> list[AgentTool]:
@@ -115,6 +122,15 @@ class AgentScenario:
     async def run(self) -> LoopTrace:
         from ..trace import run_loop
 
+        if self.runtime is not None:
+            from ..tree import run_exec
+
+            runtime = self.runtime(self.build_provider())
+            tree = await run_exec(
+                runtime, self.prompt, schedule=self.build_schedule(), tools=self.build_tools()
+            )
+            self.nested[:] = [node.trace for node in tree.walk() if node is not tree]
+            return tree.trace
         return await run_loop(
             self.build_provider(),
             [self.prompt],
@@ -259,6 +275,8 @@ def check_agent_run(
     from ..invariants import check_invariants
 
     check_invariants(trace)
+    for nested in scenario.nested:
+        check_invariants(nested)
     problems = agent_problems(scenario, trace)
     if problems:
         raise AgentCheckFailed(
@@ -277,6 +295,7 @@ def check_agent(
     predicates: Sequence[Predicate] = (),
     settings: Any = None,
     import_paths: dict[str, str] | None = None,
+    runtime: Callable[[Any], Any] | None = None,
     **options: Any,
 ) -> None:
     """Run generated scenarios over the user's tools as one hypothesis property and check each
@@ -285,7 +304,10 @@ def check_agent(
     (``property_settings()``), always without a deadline; ``options`` go to
     ``agent_scenarios``.  A falsifying example is shrunk, written as a YAML scenario (tools by
     import path; ``import_paths`` maps a tool name to ``module:attribute`` where it cannot be
-    found by itself) and attached to the failure."""
+    found by itself) and attached to the failure.  ``runtime`` is a factory
+    ``f(provider) -> Runtime`` when the agent is built on ``Runtime.exec``: runs then go through
+    it (its configuration, nested runs of agentic functions; each nested run's trace is checked
+    against the invariants too)."""
     from hypothesis import given
     from hypothesis import settings as Hsettings
 
@@ -303,6 +325,8 @@ def check_agent(
     def agent_property(scenario: AgentScenario) -> None:
         if factory is not None:
             scenario = replace(scenario, tools=tuple(factory()))
+        if runtime is not None:
+            scenario = replace(scenario, runtime=runtime)
         with report_agent_failure(scenario, import_paths):
             check_agent_run(scenario, scenario.run_sync(runner=runner), predicates)
 

@@ -43,3 +43,15 @@ def test_the_tools_keep_the_loop_rules_and_our_own() -> None:
         predicates=[unknown_cities_are_reported_as_errors],
         settings=settings(max_examples=40, database=None, derandomize=True),
     )
+
+
+def test_the_agent_through_its_runtime_nested_runs_included() -> None:
+    from city_agent import TOOLS as AGENT_TOOLS
+    from city_agent import build_runtime
+
+    check_agent(
+        AGENT_TOOLS,
+        runtime=build_runtime,
+        predicates=[unknown_cities_are_reported_as_errors],
+        settings=settings(max_examples=30, database=None, derandomize=True),
+    )
