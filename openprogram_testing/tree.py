@@ -18,6 +18,7 @@ come from the runtime's public run observer (``Runtime.observe``), so the runs n
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,6 +155,7 @@ class _Recorder:
         recorded = getattr(runtime.provider, "requests", None)
         self.provider_requests: list[Any] | None = recorded if isinstance(recorded, list) else None
         self.queued: dict[int, str] = {}  # id(message) -> "steering" / "follow_up"
+        self.times: dict[str, list[float]] = {}
 
     def __call__(self, info: RunInfo, event: AgentEvent) -> None:
         run_id = info.run_id
@@ -163,7 +165,9 @@ class _Recorder:
             self.infos[run_id] = info
             self.order.append(run_id)
             self.requests[run_id] = []
+            self.times[run_id] = []
         events.append(event)
+        self.times[run_id].append(time.perf_counter())  # durations in the HTML report
         if (
             self.provider_requests
             and type(event) is MessageStart
@@ -267,6 +271,7 @@ def _build(
             requests=recorder.requests[run_id] if recorder.provider_requests is not None else None,
         )
         trace.handed_over = handed
+        trace.event_times = recorder.times[run_id]
         trace.system_prompt = runtime.system_prompt
         trace.run = info
         trace.path = path

@@ -243,6 +243,7 @@ def test_runtime_exec_runs_become_nested_lanes_of_one_record() -> None:
         "choices ask (depth 0)",
     ]
     assert record["children"][0]["final_text"] == "inner answer"
+    assert record["ms"] is not None and record["children"][0]["ms"] is not None  # durations
     assert record["behaviours"]["nested_exec"] == 1
     assert record["behaviours"]["choices_retry"] == 1
     assert record["behaviours"]["tool_round"] == 2  # the outer run's and the nested run's
