@@ -252,6 +252,11 @@ async def _run_loop(
                             await _close(iterator)
                     assert final is not None
                     message = final
+                    # Dropped before the tools run: held across a tool's await, the spent
+                    # stream (with its frame and the event loop's weakref to it) and the last
+                    # event outlived a young collection in every in-flight run
+                    # (docs/decisions.md, "Concurrent runs and the collector").
+                    iterator = event = None
                     if message.stop_reason not in _STOP_REASONS:
                         message.stop_reason = "error"
                 if not started:
@@ -271,9 +276,14 @@ async def _run_loop(
                 tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
                 has_more_tool_calls = bool(tool_calls)
                 results: list[ToolResultMessage] = []
-                run.steering = []
+                if run.steering:  # (an empty one is reused: one list less per round)
+                    run.steering = []
                 last_index = len(tool_calls) - 1
-                for index, call in enumerate(tool_calls):
+                # An index over ``range``, not ``enumerate``: an enumerate, its list iterator
+                # and its tuple are three collector-tracked objects alive across every awaited
+                # call (a range iterator is not tracked).
+                for index in range(last_index + 1):
+                    call = tool_calls[index]
                     yield ToolExecutionStart(call.id, call.name, call.arguments)
                     executed = not run.aborted and not (run.steering and skip_mode)
                     if executed:

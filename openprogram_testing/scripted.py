@@ -92,28 +92,142 @@ class ScriptedTurn:
     delay_s: float | None = None
 
 
-@dataclass(slots=True)
 class ModelRequest:
-    """What one model call received (a snapshot: later rounds do not change it)."""
+    """What one model call received (a snapshot: later rounds do not change it).
 
-    index: int
-    model: str
-    system_prompt: str | None
-    messages: list[Message]
-    tools: list[ToolSpec]
-    tool_choice: ToolChoice | None
-    parallel_tool_calls: bool | None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    The scripted provider records one per model call, so it does not copy the history each
+    time: ``messages`` is a prefix (the first ``len`` messages at the time of the call) of one
+    list the provider only ever appends to, and requests with an unchanged tool list share one
+    copy of it.  A copy per call kept every in-flight run's whole history alive once per round,
+    which the cyclic collector then walked (see ``docs/decisions.md``, "Concurrent runs and the
+    collector").  ``messages`` and ``tools`` return a fresh list on each access.
+    """
+
+    __slots__ = (
+        "_history",
+        "_length",
+        "_tools",
+        "extras",
+        "index",
+        "max_tokens",
+        "model",
+        "parallel_tool_calls",
+        "system_prompt",
+        "temperature",
+        "tool_choice",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        model: str,
+        system_prompt: str | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice | None,
+        parallel_tool_calls: bool | None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        self.index = index
+        self.model = model
+        self.system_prompt = system_prompt
+        self._history: list[Message] = list(messages)
+        self._length = len(self._history)
+        self._tools: list[ToolSpec] = list(tools)
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.extras: dict[str, Any] = {} if extras is None else extras
+
+    @classmethod
+    def shared(
+        cls,
+        index: int,
+        model: str,
+        system_prompt: str | None,
+        history: list[Message],
+        length: int,
+        tools: list[ToolSpec],
+        tool_choice: ToolChoice | None,
+        parallel_tool_calls: bool | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        extras: dict[str, Any],
+    ) -> ModelRequest:
+        """A request whose messages are ``history[:length]`` and whose tools are ``tools``,
+        without copying either: the caller promises never to change the first ``length``
+        entries of ``history`` (it may append) nor ``tools``."""
+        self = cls.__new__(cls)
+        self.index = index
+        self.model = model
+        self.system_prompt = system_prompt
+        self._history = history
+        self._length = length
+        self._tools = tools
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.extras = extras
+        return self
+
+    @property
+    def messages(self) -> list[Message]:
+        return self._history[: self._length]
+
+    @messages.setter
+    def messages(self, value: Sequence[Message]) -> None:
+        self._history = list(value)
+        self._length = len(self._history)
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return list(self._tools)
+
+    @tools.setter
+    def tools(self, value: Sequence[ToolSpec]) -> None:
+        self._tools = list(value)
 
     @property
     def last_message(self) -> Message | None:
-        return self.messages[-1] if self.messages else None
+        return self._history[self._length - 1] if self._length else None
 
     @property
     def tool_names(self) -> list[str]:
-        return [t.name for t in self.tools]
+        return [t.name for t in self._tools]
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.index,
+            self.model,
+            self.system_prompt,
+            self.messages,
+            self._tools,
+            self.tool_choice,
+            self.parallel_tool_calls,
+            self.max_tokens,
+            self.temperature,
+            self.extras,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModelRequest):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelRequest(index={self.index!r}, model={self.model!r}, "
+            f"system_prompt={self.system_prompt!r}, messages={self.messages!r}, "
+            f"tools={self._tools!r}, tool_choice={self.tool_choice!r}, "
+            f"parallel_tool_calls={self.parallel_tool_calls!r}, max_tokens={self.max_tokens!r}, "
+            f"temperature={self.temperature!r}, extras={self.extras!r})"
+        )
 
 
 Responder: TypeAlias = Callable[
@@ -208,6 +322,8 @@ class ScriptedProvider:
         self._played = 0
         self._next_id = 0
         self._reported = 0
+        self._history: list[Message] = []
+        self._tools: list[ToolSpec] | None = None
 
     # -- script management ----------------------------------------------------------------
     def add(self, *turns: TurnLike) -> ScriptedProvider:
@@ -253,13 +369,14 @@ class ScriptedProvider:
     async def _stream(
         self, model: str, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        # positional, in field order: once per model call, and keyword calls cost twice as much
-        request = ModelRequest(
+        # positional: once per model call, and keyword calls cost twice as much
+        request = ModelRequest.shared(
             len(self.requests),  # index
             model,
             context.system_prompt,
-            list(context.messages),  # a snapshot: later rounds do not change it
-            list(context.tools),
+            self._snapshot_history(context.messages),
+            len(context.messages),
+            self._snapshot_tools(context.tools),
             options.tool_choice,
             options.parallel_tool_calls,
             options.max_tokens,
@@ -314,6 +431,33 @@ class ScriptedProvider:
             )
             return
         yield builder.done(scripted.stop, scripted.usage)
+
+    def _snapshot_history(self, messages: list[Message]) -> list[Message]:
+        """The provider's own append-only copy of ``messages``, whose first ``len(messages)``
+        entries are this call's snapshot.  While the caller only appends (the loop does, within
+        a run), only the new tail is copied; a history changed in any other way (edited,
+        shortened, another run's) starts a new copy, so earlier snapshots never change."""
+        history = self._history
+        known = len(history)
+        if (
+            known
+            and len(messages) >= known
+            and messages[known - 1] is history[-1]
+            and messages[:known] == history
+        ):
+            if len(messages) > known:
+                history.extend(messages[known:])
+            return history
+        history = self._history = list(messages)
+        return history
+
+    def _snapshot_tools(self, tools: list[ToolSpec]) -> list[ToolSpec]:
+        """A copy of ``tools``, shared by consecutive requests offering the same specs."""
+        previous = self._tools
+        if previous is not None and len(previous) == len(tools) and previous == tools:
+            return previous
+        copy = self._tools = list(tools)
+        return copy
 
     def _events(
         self, builder: MessageBuilder, scripted: ScriptedTurn, chunk: int | None
