@@ -40,7 +40,7 @@ import inspect
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any, Literal
 
-from .calls import RunState, invoke, prepare, settle, source_failed
+from .calls import RunState, abort_call, invoke, prepare, safe_result, source_failed
 from .config import (
     MAX_INNER_ITERATIONS,
     AgentContext,
@@ -296,7 +296,17 @@ async def _run_loop(
                         elif isinstance(prepared, ToolResultMessage):
                             result = prepared
                         else:  # a plain function that returned an awaitable
-                            result = await settle(run, call, prepared)
+                            # Awaited here, not in ``settle``: a helper coroutine per call would
+                            # stay alive across the tool's await (docs/decisions.md,
+                            # "Concurrent runs and the collector"); failures as in ``settle``.
+                            try:
+                                value = await prepared
+                            except Exception as exc:
+                                result = error_result(call.id, call.name, error_text(exc))
+                            except BaseException as exc:
+                                result = abort_call(run, call, exc)
+                            else:
+                                result = safe_result(call.id, call.name, value)
                         executed_calls += 1
                         if cancel is not None and cancel.is_set():
                             run.aborted = True  # fired during the call: the rest is cancelled

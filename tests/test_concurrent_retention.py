@@ -122,7 +122,7 @@ def test_a_round_keeps_no_copy_of_the_history_or_the_tool_list() -> None:
     assert per_round <= 8.5, per_round
 
 
-def test_a_suspended_tool_call_holds_no_spent_stream_and_no_enumerate() -> None:
+def test_a_suspended_tool_call_holds_no_spent_stream_enumerate_or_helper_coroutine() -> None:
     seen: list[tuple[int, int]] = []
     enumerates_before = sum(1 for o in gc.get_objects() if type(o) is enumerate)
 
@@ -135,10 +135,14 @@ def test_a_suspended_tool_call_holds_no_spent_stream_and_no_enumerate() -> None:
             if type(o) is types.AsyncGeneratorType and o.ag_code.co_name == "_stream"
         )
         enumerates = sum(1 for o in objects if type(o) is enumerate) - enumerates_before
-        seen.append((streams, enumerates))
+        helpers = sum(
+            1 for o in objects if type(o) is types.CoroutineType and o.cr_code.co_name == "settle"
+        )
+        seen.append((streams, enumerates + helpers))
         return int(args["a"])
 
     _run(_script(3), tool)
     # The provider's stream of the round is over and dropped before the tool runs, and the loop
-    # iterates the round's calls without an enumerate held across the await.
+    # iterates the round's calls without an enumerate (nor a helper coroutine per call) held
+    # across the await.
     assert seen == [(0, 0)] * 3
