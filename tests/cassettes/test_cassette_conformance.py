@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from _cassette_catalog import (
+from tests.cassettes._cassette_catalog import (
     RECORDINGS,
     STREAMING,
     WITHOUT_ADAPTER,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _cassette_catalog import STREAMING, body_text, ids, interactions
+from tests.cassettes._cassette_catalog import STREAMING, body_text, ids, interactions
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from _cassette_catalog import RECORDINGS, WITHOUT_ADAPTER
-from test_cassette_playback import chat_stream, tool_stream
+from tests.cassettes._cassette_catalog import RECORDINGS, WITHOUT_ADAPTER
+from tests.cassettes.test_cassette_playback import chat_stream, tool_stream
 
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import (

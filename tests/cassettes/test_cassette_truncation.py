@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from _cassette_catalog import WITHOUT_ADAPTER
+from tests.cassettes._cassette_catalog import WITHOUT_ADAPTER
 
 from openprogram_testing.cassettes import load_interactions, use_cassette
 from openprogram_testing.faults import TruncateAfter

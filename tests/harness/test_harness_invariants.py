@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _harness import Events, add_tool, failing_tool, simple_run
+from tests.harness._harness import Events, add_tool, failing_tool, simple_run
 
 from openprogram.cancel import CancelToken
 from openprogram.tools import SKIPPED_TEXT

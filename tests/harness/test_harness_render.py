@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _harness import add_tool
+from tests.harness._harness import add_tool
 
 from openprogram.types import Usage
 from openprogram_testing import (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _harness import add_tool
+from tests.harness._harness import add_tool
 
 from openprogram import AgentContext, LoopConfig, UserMessage, agent_loop
 from openprogram.tools import SKIPPED_TEXT

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from _harness import add_tool, failing_tool
+from tests.harness._harness import add_tool, failing_tool
 
 from openprogram.types import UserMessage
 from openprogram_testing import (

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
+from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 from hypothesis import HealthCheck, given, settings
 
 import openprogram.calls as calls_module
@@ -124,8 +124,8 @@ def test_a_predicate_failure_shrinks_to_one_call_and_is_written_with_import_path
     (called,) = data["script"][0]["calls"]
     assert called["name"] == "refund" and called["args"]["amount"] > 100
     assert "steering" not in data
-    assert {"import": "_schema_tools:refund"} in data["tools"]
-    assert {"import": "_schema_tools:get_order"} in data["tools"]
+    assert {"import": "tests.properties._schema_tools:refund"} in data["tools"]
+    assert {"import": "tests.properties._schema_tools:get_order"} in data["tools"]
     assert "no_refund_over_100" in data["description"]
     # The file loads with the tools imported by path and replays the run: the labelled outcomes
     # hold (the predicate cannot be written in YAML).
@@ -149,7 +149,7 @@ def test_a_loop_that_feeds_back_the_wrong_refusal_is_caught(
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     # Shrunk to one call whose argument text is not JSON, expected with the exact refusal.
     (called,) = [c for t in data["script"] if isinstance(t, dict) for c in t["calls"]]
-    assert "raw_args" in called and data["tools"] == [{"import": "_schema_tools:get_order"}]
+    assert "raw_args" in called and data["tools"] == [{"import": "tests.properties._schema_tools:get_order"}]
     (expected,) = data["expect"]["tool_results"]
     assert expected["is_error"] and called["raw_args"] in expected["text"]
     # The committed file fails while the bug is in and passes once it is fixed.
@@ -175,7 +175,7 @@ def test_a_tool_with_injected_failures_is_exported_as_a_replaying_stub(
     stub = next(t for t in data["tools"] if t.get("name") == "refund")
     assert stub["parameters"] == REFUND_SCHEMA
     assert stub["sequence"] == [{"raises": "down"}, {"returns": "refunded 1 on ORD-0001"}]
-    assert {"import": "_schema_tools:get_order"} in data["tools"]
+    assert {"import": "tests.properties._schema_tools:get_order"} in data["tools"]
     path = tmp_path / "replay.scenario.yaml"
     path.write_text(text, encoding="utf-8")
     result = run_scenario(load_scenario(path, import_roots=[HERE]), import_roots=[HERE])
@@ -183,8 +183,8 @@ def test_a_tool_with_injected_failures_is_exported_as_a_replaying_stub(
 
 
 def test_import_paths_are_found_for_decorated_functions_and_dict_tools() -> None:
-    assert import_path(book_hotel) == "_schema_tools:book_hotel"
-    assert import_path(refund) == "_schema_tools:refund"
+    assert import_path(book_hotel) == "tests.properties._schema_tools:book_hotel"
+    assert import_path(refund) == "tests.properties._schema_tools:refund"
     assert import_path({"spec": {"name": "anon"}, "execute": print}) is None
     assert import_path(refund, {"refund": "pkg.mod:refund"}) == "pkg.mod:refund"
 

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 import pytest
-from _schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
+from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 from hypothesis import HealthCheck, find, given, settings
 
 from openprogram_testing import ScriptedProvider, run_loop

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 import pytest
-from _schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
+from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 
 from openprogram_testing import SchemaDrivenProvider, run_loop_sync
 from openprogram_testing.schema_values import compiled_validator

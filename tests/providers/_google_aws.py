@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from _adapters_http import BASE, Recorder
+from tests.providers._adapters_http import BASE, Recorder
 
 # -- Gemini ---------------------------------------------------------------------------------
 

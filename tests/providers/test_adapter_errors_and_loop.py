@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from _adapters_http import (
+from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
     chat_provider,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _adapters_http import (
+from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
     collect,

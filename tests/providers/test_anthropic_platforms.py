@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _adapters_http import BASE, Recorder, collect, json_response, sse, sse_response
+from tests.providers._adapters_http import BASE, Recorder, collect, json_response, sse, sse_response
 
 from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.providers import guard

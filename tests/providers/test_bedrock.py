@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 import pytest
-from _adapters_http import collect, types
-from _google_aws import (
+from tests.providers._adapters_http import collect, types
+from tests.providers._google_aws import (
     BedrockStub,
     RawBody,
     Reply,

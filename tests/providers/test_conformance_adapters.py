@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 import yaml
-from _adapters_http import Recorder, anthropic_provider, chat_provider, collect, responses_provider
+from tests.providers._adapters_http import Recorder, anthropic_provider, chat_provider, collect, responses_provider
 
 from openprogram.providers import guard
 from openprogram.providers.base import Context
@@ -513,7 +513,7 @@ async def test_replay_recording(
 
 
 def test_every_recording_is_covered(conformance_cassettes: Path) -> None:
-    from test_conformance_google_aws import ANTHROPIC_ON_BEDROCK, BEDROCK, GEMINI
+    from tests.providers.test_conformance_google_aws import ANTHROPIC_ON_BEDROCK, BEDROCK, GEMINI
 
     names = {
         str(p.relative_to(conformance_cassettes)) for p in conformance_cassettes.rglob("*.yaml")

@@ -23,8 +23,8 @@ from urllib.parse import unquote, urlsplit
 import httpx2
 import pytest
 import yaml
-from _adapters_http import BASE, Recorder, collect
-from _google_aws import BedrockStub, RawBody, Reply, gemini_provider
+from tests.providers._adapters_http import BASE, Recorder, collect
+from tests.providers._google_aws import BedrockStub, RawBody, Reply, gemini_provider
 
 from openprogram.providers import guard
 from openprogram.providers.base import Context

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _adapters_http import (
+from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
     chat_provider,
@@ -17,7 +17,7 @@ from _adapters_http import (
     sse,
     sse_response,
 )
-from _sdk_types import validate
+from tests.providers._sdk_types import validate
 from pydantic import ValidationError
 
 from openprogram.providers.base import Context, StreamOptions

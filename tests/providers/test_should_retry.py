@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _adapters_http import (
+from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
     chat_provider,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from _report_traces import (
+from tests.report._report_traces import (
     Node,
     Tree,
     aborted_turn,

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _report_traces import Node, Tree, batch, call, run, steer_after, turn
+from tests.report._report_traces import Node, Tree, batch, call, run, steer_after, turn
 
 from openprogram import Registry, Runtime, agentic_function, function
 from openprogram_testing import run_exec_sync

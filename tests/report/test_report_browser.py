@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _report_traces import batch, call, run, steer_after, turn
+from tests.report._report_traces import batch, call, run, steer_after, turn
 
 from openprogram_testing.report import Coverage, exhibited, trace_record, write_html
 

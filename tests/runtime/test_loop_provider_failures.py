@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _loop import add_tool, run, tokens
+from tests.runtime._loop import add_tool, run, tokens
 
 from openprogram import (
     AssistantMessage,

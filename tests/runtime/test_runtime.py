@@ -22,7 +22,7 @@ from openprogram import (
 )
 from openprogram_testing import ScriptedProvider, aborted_turn, call, error_turn, turn
 
-README = Path(__file__).resolve().parent.parent / "docs" / "runtime.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 
 
 def _registry():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _loop import add_tool, tokens
+from tests.runtime._loop import add_tool, tokens
 
 from openprogram import (
     AgentContext,
@@ -28,7 +28,7 @@ from openprogram import (
 from openprogram.tools import json_schema_validator
 from openprogram_testing import ScriptedProvider, call, turn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _drain(stream: AgentStream) -> tuple[list[AgentEvent], BaseException | None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _loop import add_tool, run, tokens
+from tests.runtime._loop import add_tool, run, tokens
 
 from openprogram import MAX_INNER_ITERATIONS, ToolResultMessage, effective_cap
 from openprogram_testing import ScriptedProvider, call, turn

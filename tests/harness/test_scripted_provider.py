@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from _loop import add_tool, run
+from tests.runtime._loop import add_tool, run
 
 from openprogram import AgentContext, LoopConfig, agent_loop, agent_loop_continue
 from openprogram_testing import (

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from _loop import add_tool, run, tokens
+from tests.runtime._loop import add_tool, run, tokens
 
 from openprogram import CancelToken, ImageContent, TextContent, ToolResult, ToolResultMessage
 from openprogram_testing import ScriptedProvider, call, turn

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from _loop import add_tool
+from tests.runtime._loop import add_tool
 
 from openprogram import (
     AgentContext,
