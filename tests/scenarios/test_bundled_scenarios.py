@@ -23,6 +23,8 @@ def test_the_suite_is_substantial_and_covers_every_kind_of_run() -> None:
         "openai_chat",
         "openai_responses",
         "anthropic",
+        "gemini",
+        "bedrock",
     }
     assert any(s.cassette and s.cassette.faults for s in scenarios)
     assert {s.options.max_iterations for s in scenarios} >= {0, 1, 2}
