@@ -19,7 +19,20 @@ from .frameworks import ALL, FLOOR, OURS, PEERS, load_many
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 SMOKE_OUTPUT = Path(__file__).resolve().parent / "results" / "smoke.json"
-ALL_WORKLOADS = ("W1", "W2", "W1-async", "W2-async", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "import")
+ALL_WORKLOADS = (
+    "W1",
+    "W2",
+    "W1-async",
+    "W2-async",
+    "W3",
+    "W4",
+    "W5",
+    "W6",
+    "W7",
+    "W8",
+    "W9",
+    "import",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,23 +41,48 @@ def _parser() -> argparse.ArgumentParser:
         description="Benchmark the openprogram loop against a bare-Python floor and peer "
         "frameworks (pydantic-ai, openai-agents, LangGraph; install with pip install -e '.[bench]').",
     )
-    p.add_argument("--smoke", action="store_true",
-                   help="tiny counts, no peers: checks the benchmark itself runs (CI)")
-    p.add_argument("--frameworks", default=None,
-                   help=f"comma-separated subset of {','.join(ALL)} (default: all installed)")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny counts, no peers: checks the benchmark itself runs (CI)",
+    )
+    p.add_argument(
+        "--frameworks",
+        default=None,
+        help=f"comma-separated subset of {','.join(ALL)} (default: all installed)",
+    )
     p.add_argument("--no-peers", action="store_true", help="only the floor and openprogram")
-    p.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
-                   help=f"comma-separated subset of {','.join(ALL_WORKLOADS)}")
+    p.add_argument(
+        "--workloads",
+        default=",".join(ALL_WORKLOADS),
+        help=f"comma-separated subset of {','.join(ALL_WORKLOADS)}",
+    )
     p.add_argument("--samples", type=int, default=None, help="samples per framework (W1, W2)")
-    p.add_argument("--output", type=Path, default=None,
-                   help=f"results JSON (default {DEFAULT_OUTPUT.relative_to(Path.cwd()) if DEFAULT_OUTPUT.is_relative_to(Path.cwd()) else DEFAULT_OUTPUT})")
-    p.add_argument("--no-subprocess", action="store_true",
-                   help="skip the fresh-interpreter measurements (import time, peak RSS)")
-    p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                   help="wall time (default) or process CPU time (steadier on a loaded machine)")
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help=f"results JSON (default {DEFAULT_OUTPUT.relative_to(Path.cwd()) if DEFAULT_OUTPUT.is_relative_to(Path.cwd()) else DEFAULT_OUTPUT})",
+    )
+    p.add_argument(
+        "--no-subprocess",
+        action="store_true",
+        help="skip the fresh-interpreter measurements (import time, peak RSS)",
+    )
+    p.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="wall time (default) or process CPU time (steadier on a loaded machine)",
+    )
     p.add_argument("--quiet", action="store_true", help="do not print the table")
-    p.add_argument("--markdown", type=Path, default=None, metavar="RESULTS_JSON",
-                   help="print an existing results file as Markdown tables and exit")
+    p.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="RESULTS_JSON",
+        help="print an existing results file as Markdown tables and exit",
+    )
     return p
 
 

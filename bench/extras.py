@@ -64,8 +64,11 @@ class _W4:
 
         turns: list[Any] = []
         for r in range(outer_rounds):
-            turns += [turn(call("research", {"topic": f"t{r}"})),
-                      turn(call("add", {"a": r, "b": 1})), f"inner {r}"]
+            turns += [
+                turn(call("research", {"topic": f"t{r}"})),
+                turn(call("add", {"a": r, "b": 1})),
+                f"inner {r}",
+            ]
         turns.append("done")
         provider = ScriptedProvider(turns)
         runtime = Runtime(provider, "bench", registry=self.registry)
@@ -100,7 +103,10 @@ async def w4(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
         return out
 
     values = await asyncio.to_thread(samples)
-    row = {**summarize(values).as_dict(), "note": f"{outer * 3 + 1} model calls/run, 1 nesting level"}
+    row = {
+        **summarize(values).as_dict(),
+        "note": f"{outer * 3 + 1} model calls/run, 1 nesting level",
+    }
     return {"openprogram": row}, None
 
 
@@ -120,21 +126,49 @@ class _Case:
     result: str
 
 
-_ADD = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"]}
+_ADD = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+}
 
 W5_CASES = (
-    _Case("openai-chat", "cassettes/emulator/chat_tool_loop.yaml", r"/v1/chat/completions$",
-          "What is 2 + 3?", "add", _ADD, "5"),
-    _Case("anthropic", "scenarios/cassettes/anthropic_weather.yaml", r"/v1/messages$",
-          "What is the weather in Paris?", "get_weather",
-          {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-          "sunny, 21 C in Paris"),
-    _Case("gemini", "cassettes/emulator/gemini_tool_loop.yaml",
-          r"/v1(?:beta)?/models/(?P<model>[^/:]+):streamGenerateContent$",
-          "What is 2 + 3?", "add", _ADD, "5"),
-    _Case("bedrock", "cassettes/emulator/bedrock_tool_loop.yaml",
-          r"/model/(?P<model>[^/]+)/converse-stream$", "What is 2 + 3?", "add", _ADD, "5"),
+    _Case(
+        "openai-chat",
+        "cassettes/emulator/chat_tool_loop.yaml",
+        r"/v1/chat/completions$",
+        "What is 2 + 3?",
+        "add",
+        _ADD,
+        "5",
+    ),
+    _Case(
+        "anthropic",
+        "scenarios/cassettes/anthropic_weather.yaml",
+        r"/v1/messages$",
+        "What is the weather in Paris?",
+        "get_weather",
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        "sunny, 21 C in Paris",
+    ),
+    _Case(
+        "gemini",
+        "cassettes/emulator/gemini_tool_loop.yaml",
+        r"/v1(?:beta)?/models/(?P<model>[^/:]+):streamGenerateContent$",
+        "What is 2 + 3?",
+        "add",
+        _ADD,
+        "5",
+    ),
+    _Case(
+        "bedrock",
+        "cassettes/emulator/bedrock_tool_loop.yaml",
+        r"/model/(?P<model>[^/]+)/converse-stream$",
+        "What is 2 + 3?",
+        "add",
+        _ADD,
+        "5",
+    ),
 )
 """The project's recordings of a two-request tool loop (a tool call, then the answer), made
 against the loopback emulator by the cassette, scenario and provider tests."""
@@ -152,8 +186,12 @@ def _adapter(case: _Case, base_url: str) -> Any:
     if case.name == "bedrock":
         from openprogram.providers.bedrock import BedrockProvider
 
-        return BedrockProvider(base_url=base_url, region_name="us-east-1",
-                               aws_access_key_id="AKIDREPLAY", aws_secret_access_key="replay")
+        return BedrockProvider(
+            base_url=base_url,
+            region_name="us-east-1",
+            aws_access_key_id="AKIDREPLAY",
+            aws_secret_access_key="replay",
+        )
     from openprogram.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(api_key="sk-ant-replay", base_url=base_url)
@@ -187,15 +225,20 @@ async def _replay_loop(case: _Case, path: Path, provider: Any, model: str) -> fl
     tool = {"spec": {"name": case.tool, "parameters": case.parameters}, "execute": execute}
     start = now_ns()
     with use_cassette(path):
-        stream = agent_loop(case.prompt, AgentContext(tools=[tool]),
-                            LoopConfig(provider=provider, model=model))
+        stream = agent_loop(
+            case.prompt, AgentContext(tools=[tool]), LoopConfig(provider=provider, model=model)
+        )
         async for _ in stream:
             pass
         messages = await stream
     elapsed = now_ns() - start
     final = messages[-1]
-    if (stream.termination != "completed" or stream.model_calls != 2 or len(calls) != 1
-            or not getattr(final, "text", "")):
+    if (
+        stream.termination != "completed"
+        or stream.model_calls != 2
+        or len(calls) != 1
+        or not getattr(final, "text", "")
+    ):
         raise BenchError(
             f"W5 {case.name}: replay ended {stream.termination!r} after {stream.model_calls} "
             f"model calls, {len(calls)} tool calls, final {getattr(final, 'text', final)!r}"
@@ -214,7 +257,8 @@ async def _replay_raw(path: Path, interactions: list[dict[str, Any]], client: An
             req = it["request"]
             body = req["body"]
             response = await client.post(
-                req["uri"], content=body if isinstance(body, bytes) else str(body).encode(),
+                req["uri"],
+                content=body if isinstance(body, bytes) else str(body).encode(),
                 headers={"content-type": "application/json"},
             )
             text = await response.aread()
@@ -224,9 +268,16 @@ async def _replay_raw(path: Path, interactions: list[dict[str, Any]], client: An
 
 
 async def w5(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
-    reason = _missing("openprogram.providers.openai_chat", "openprogram.providers.anthropic",
-                      "openprogram_testing.cassettes", "openai", "anthropic", "httpx2",
-                      "google.genai", "boto3")
+    reason = _missing(
+        "openprogram.providers.openai_chat",
+        "openprogram.providers.anthropic",
+        "openprogram_testing.cassettes",
+        "openai",
+        "anthropic",
+        "httpx2",
+        "google.genai",
+        "boto3",
+    )
     if reason:
         return None, reason
     import httpx2
@@ -278,8 +329,14 @@ def _w6_sample(examples: int) -> tuple[float, int]:
     count = [0]
     runner = asyncio.Runner()
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(generated=scenarios())
     def prop(generated: Any) -> None:
         count[0] += 1
@@ -307,8 +364,10 @@ async def w6(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
         return [_w6_sample(examples) for _ in range(repeats)]
 
     values = await asyncio.to_thread(samples)
-    row = {**summarize([v[0] for v in values]).as_dict(),
-           "note": f"{values[0][1]} examples/sample, derandomized"}
+    row = {
+        **summarize([v[0] for v in values]).as_dict(),
+        "note": f"{values[0][1]} examples/sample, derandomized",
+    }
     return {"openprogram": row}, None
 
 
@@ -343,8 +402,14 @@ def _w9_sample(examples: int) -> tuple[float, int]:
     count = [0]
     runner = asyncio.Runner()
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(call=schema_calls(tool))
     def prop(call: SchemaCall) -> None:
         count[0] += 1
@@ -378,8 +443,10 @@ async def w9(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
         return [_w9_sample(examples) for _ in range(repeats)]
 
     values = await asyncio.to_thread(samples)
-    row = {**summarize([v[0] for v in values]).as_dict(),
-           "note": f"{values[0][1]} examples/sample, derandomized, five typed fields"}
+    row = {
+        **summarize([v[0] for v in values]).as_dict(),
+        "note": f"{values[0][1]} examples/sample, derandomized, five typed fields",
+    }
     return {"openprogram": row}, None
 
 

@@ -79,5 +79,3 @@ def peak_rss(names: list[str], runs: int, tool_rounds: int) -> dict[str, Any]:
             "after_import": r["import_peak_kib"] / 1024,
         }
     return out
-
-

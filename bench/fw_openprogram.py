@@ -47,8 +47,10 @@ async def aadd(arguments: dict[str, Any]) -> int:
     return await _script.get().aadd(arguments["a"], arguments["b"])
 
 
-TOOL = {"spec": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA},
-        "execute": add}
+TOOL = {
+    "spec": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA},
+    "execute": add,
+}
 ASYNC_TOOL = {"spec": TOOL["spec"], "execute": aadd}
 """Defined once, as a program defines its tools (the peers' tools are module-level too)."""
 
@@ -71,8 +73,10 @@ def menu(n: int) -> list[Any]:
     """``add`` and ``n - 1`` other dict tools, built once (W8 offers the same objects each run)."""
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
     others = [
-        {"spec": {"name": f"tool_{i}", "description": f"Tool number {i}.", "parameters": schema},
-         "execute": str}
+        {
+            "spec": {"name": f"tool_{i}", "description": f"Tool number {i}.", "parameters": schema},
+            "execute": str,
+        }
         for i in range(1, n)
     ]
     return [TOOL, *others]

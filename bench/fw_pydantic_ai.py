@@ -33,7 +33,10 @@ def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if calls is None:
         return ModelResponse(parts=[TextPart(content=FINAL_TEXT)])
     return ModelResponse(
-        parts=[ToolCallPart(tool_name="add", args={"a": c.a, "b": c.b}, tool_call_id=c.id) for c in calls]
+        parts=[
+            ToolCallPart(tool_name="add", args={"a": c.a, "b": c.b}, tool_call_id=c.id)
+            for c in calls
+        ]
     )
 
 

@@ -82,20 +82,41 @@ def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         row = wl["results"].get(row_name) if wl else None
         if row is None:
             reason = results.get("pending", {}).get(key, "not run")
-            out.append({"target": label, "limit": limit, "aim": aim, "value": None,
-                        "status": f"pending: {reason}"})
+            out.append(
+                {
+                    "target": label,
+                    "limit": limit,
+                    "aim": aim,
+                    "value": None,
+                    "status": f"pending: {reason}",
+                }
+            )
             continue
         value = row.get(field)
         if isinstance(value, dict):
             value = value["median"]
         if value is None:  # a ratio to peers that were not run (--no-peers, smoke)
-            out.append({"target": label, "limit": limit, "aim": aim, "value": None,
-                        "status": "pending: no peer was run"})
+            out.append(
+                {
+                    "target": label,
+                    "limit": limit,
+                    "aim": aim,
+                    "value": None,
+                    "status": "pending: no peer was run",
+                }
+            )
             continue
         lower = WORKLOADS[key][2] if field == "median" else True
         ok = value <= limit if lower else value >= limit
-        out.append({"target": label, "limit": limit, "aim": aim, "value": value,
-                    "status": "met" if ok else "MISSED"})
+        out.append(
+            {
+                "target": label,
+                "limit": limit,
+                "aim": aim,
+                "value": value,
+                "status": "met" if ok else "MISSED",
+            }
+        )
     results["targets"] = out
     return out
 
@@ -140,11 +161,18 @@ def table_rows(results: dict[str, Any]) -> list[list[str]]:
                 note = f"{r['x_sync']:.2f}x the sync tool"
             elif "note" in r:
                 note = r["note"]
-            rows.append([
-                key, unit, name, _fmt(r["median"]),
-                f"{_fmt(r['min'])}-{_fmt(r['max'])}",
-                _fmt(r.get("x_floor")), _fmt(r.get("x_best_peer")), note,
-            ])
+            rows.append(
+                [
+                    key,
+                    unit,
+                    name,
+                    _fmt(r["median"]),
+                    f"{_fmt(r['min'])}-{_fmt(r['max'])}",
+                    _fmt(r.get("x_floor")),
+                    _fmt(r.get("x_best_peer")),
+                    note,
+                ]
+            )
     return rows
 
 
@@ -166,7 +194,9 @@ def print_report(results: dict[str, Any]) -> None:
     console = Console(width=160)
     table = Table(title=f"openprogram benchmarks ({results['meta']['mode']})", show_lines=False)
     for h in HEADERS:
-        table.add_column(h, justify="right" if h not in ("workload", "framework", "note") else "left")
+        table.add_column(
+            h, justify="right" if h not in ("workload", "framework", "note") else "left"
+        )
     last = None
     for r in rows:
         if last is not None and r[0] != last:

@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeAlias
 from openprogram import _fastjson
 from openprogram.events import AssistantMessageEvent
 from openprogram.providers.base import Context, MessageBuilder, StreamOptions, ToolChoice
+from openprogram.texts import ABORTED_TEXT
 from openprogram.types import Message, TextContent, ThinkingContent, ToolSpec, Usage
 
 
@@ -282,7 +283,7 @@ def error_turn(
     )
 
 
-def aborted_turn(*parts: Part, message: str = "Request was aborted") -> ScriptedTurn:
+def aborted_turn(*parts: Part, message: str = ABORTED_TEXT) -> ScriptedTurn:
     return ScriptedTurn(parts=list(parts), error=message, aborted=True)
 
 

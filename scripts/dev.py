@@ -60,7 +60,14 @@ def main(argv: list[str]) -> int:
         if REPORT.is_file():
             print(f"report of the bundled scenarios: {REPORT}", flush=True)
         return code
-    cmd = [str(PY), "-m", "pytest", "-q", *rest]
+    # Two workers (pytest-xdist) unless the caller chose: the suite is CPU-bound and every test is
+    # isolated (its own temporary files, ports and event loops), so this halves CI's time.
+    workers = (
+        []
+        if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest)
+        else ["-n", "2"]
+    )
+    cmd = [str(PY), "-m", "pytest", "-q", *workers, *rest]
     return subprocess.call(cmd, cwd=ROOT)
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from openprogram.events import ToolExecutionUpdate
-from openprogram.loop import ABORTED_TEXT, STREAM_ENDED_TEXT
 from openprogram.runtime import CHOOSE_TOOL
+from openprogram.texts import ABORTED_TEXT, CANCELLED_TEXT, STREAM_ENDED_TEXT
 from openprogram.types import AssistantMessage, ThinkingContent, ToolResultMessage
 
 from .rounds import Round, ToolRun, child_traces, split_rounds
@@ -206,7 +206,7 @@ def _tool_error_kind(trace: LoopTrace, r: Round, t: ToolRun) -> str | None:
         return "invalid"
     if text.startswith(f"Tool {result.tool_name} timed out after "):
         return "timeout"
-    if text in ("Cancelled", ABORTED_TEXT):
+    if text in (CANCELLED_TEXT, ABORTED_TEXT):
         return "cancelled"
     return "raised"
 

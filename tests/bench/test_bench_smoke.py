@@ -24,8 +24,17 @@ from bench.frameworks import load  # noqa: E402
 
 def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    code = cli.main(["--smoke", "--no-subprocess", "--workloads", "W1,W2,W3,W4",
-                     "--output", str(out), "--quiet"])
+    code = cli.main(
+        [
+            "--smoke",
+            "--no-subprocess",
+            "--workloads",
+            "W1,W2,W3,W4",
+            "--output",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     results = json.loads(out.read_text())
     assert results["meta"]["mode"] == "smoke"
@@ -46,8 +55,17 @@ def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
 
 def test_smoke_run_of_the_async_concurrency_and_menu_workloads(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    code = cli.main(["--smoke", "--no-subprocess", "--workloads", "W1,W2,W1-async,W2-async,W7,W8",
-                     "--output", str(out), "--quiet"])
+    code = cli.main(
+        [
+            "--smoke",
+            "--no-subprocess",
+            "--workloads",
+            "W1,W2,W1-async,W2-async,W7,W8",
+            "--output",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     wl = json.loads(out.read_text())["workloads"]
     for key in ("W1-async", "W2-async", "W7"):
@@ -129,10 +147,21 @@ def test_ratios_and_targets() -> None:
     row = lambda m: {"median": m, "min": m, "max": m, "n": 1}  # noqa: E731
     results: dict[str, Any] = {
         "workloads": {
-            "W1": {"results": {"floor": row(10.0), "openprogram": {**row(40.0), "growth": row(1.1)},
-                               "pydantic-ai": row(400.0), "langgraph": row(4000.0)}},
-            "W3": {"results": {"floor": row(10000.0), "openprogram": row(2500.0),
-                               "openai-agents": row(500.0)}},
+            "W1": {
+                "results": {
+                    "floor": row(10.0),
+                    "openprogram": {**row(40.0), "growth": row(1.1)},
+                    "pydantic-ai": row(400.0),
+                    "langgraph": row(4000.0),
+                }
+            },
+            "W3": {
+                "results": {
+                    "floor": row(10000.0),
+                    "openprogram": row(2500.0),
+                    "openai-agents": row(500.0),
+                }
+            },
         },
         "pending": {"W6": "strategies missing"},
     }
@@ -160,9 +189,15 @@ def test_ratios_and_targets() -> None:
     report.add_ratios(results)
     rows = report.table_rows(results)
     assert any(r[2] == "openprogram" and "growth 1.10x" in r[7] for r in rows)
-    results["meta"] = {"timestamp": "t", "mode": "full", "clock": "cpu", "python": "CPython",
-                       "machine": {"cpu": "cpu", "cores": 2}, "versions": {"openprogram": "0"},
-                       "load_average": [1.0, 2.0, 3.0]}
+    results["meta"] = {
+        "timestamp": "t",
+        "mode": "full",
+        "clock": "cpu",
+        "python": "CPython",
+        "machine": {"cpu": "cpu", "cores": 2},
+        "versions": {"openprogram": "0"},
+        "load_average": [1.0, 2.0, 3.0],
+    }
     md = report.markdown(results)
     assert "| **openprogram** | 40.0 | 40.0-40.0 | 4.00 | 0.10 | growth 1.10x |" in md
     assert "| W6 examples/s | 600 | - | pending: strategies missing |" in md
@@ -201,7 +236,9 @@ def test_the_profiling_target_runs_checked_loops(capsys: pytest.CaptureFixture[s
 
 def test_smoke_w5_replays_every_adapter_through_its_sdk(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    code = cli.main(["--smoke", "--no-subprocess", "--workloads", "W5", "--output", str(out), "--quiet"])
+    code = cli.main(
+        ["--smoke", "--no-subprocess", "--workloads", "W5", "--output", str(out), "--quiet"]
+    )
     assert code == 0
     rows = json.loads(out.read_text())["workloads"]["W5"]["results"]
     for name in ("openai-chat", "anthropic", "gemini", "bedrock"):

@@ -15,6 +15,16 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from openprogram.providers.anthropic import AnthropicProvider
+from openprogram.providers.openai_chat import OpenAIChatProvider
+from openprogram.providers.openai_responses import OpenAIResponsesProvider
+from openprogram.types import AssistantMessage, ToolCall
+from openprogram_testing.cassettes import use_cassette
+from openprogram_testing.faults import Rechunk, TruncateAfter, split_frames
+from openprogram_testing.trace import LoopTrace, run_loop
 from tests.cassettes._cassette_catalog import (
     RECORDINGS,
     STREAMING,
@@ -29,16 +39,6 @@ from tests.cassettes._cassette_catalog import (
     request_json,
     tool_schemas,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from openprogram.providers.anthropic import AnthropicProvider
-from openprogram.providers.openai_chat import OpenAIChatProvider
-from openprogram.providers.openai_responses import OpenAIResponsesProvider
-from openprogram.types import AssistantMessage, ToolCall
-from openprogram_testing.cassettes import use_cassette
-from openprogram_testing.faults import Rechunk, TruncateAfter, split_frames
-from openprogram_testing.trace import LoopTrace, run_loop
 
 
 def _folder() -> Path | None:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.cassettes._cassette_catalog import STREAMING, body_text, ids, interactions
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,6 +28,7 @@ from openprogram_testing.faults import (
     join_frames,
     split_frames,
 )
+from tests.cassettes._cassette_catalog import STREAMING, body_text, ids, interactions
 
 BODY = 'event: a\ndata: {"n":1}\n\nevent: b\ndata: {"n":2}\n\ndata: [DONE]\n\n'
 

@@ -12,8 +12,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from tests.cassettes._cassette_catalog import RECORDINGS, WITHOUT_ADAPTER
-from tests.cassettes.test_cassette_playback import chat_stream, tool_stream
 
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import (
@@ -23,6 +21,8 @@ from openprogram_testing.cassettes import (
     use_cassette,
 )
 from openprogram_testing.trace import run_loop
+from tests.cassettes._cassette_catalog import RECORDINGS, WITHOUT_ADAPTER
+from tests.cassettes.test_cassette_playback import chat_stream, tool_stream
 
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from tests.cassettes._cassette_catalog import WITHOUT_ADAPTER
 
 from openprogram_testing.cassettes import load_interactions, use_cassette
 from openprogram_testing.faults import TruncateAfter
 from openprogram_testing.wire import FORMATS, eventstream
 from openprogram_testing.wire.sse import split_frames
+from tests.cassettes._cassette_catalog import WITHOUT_ADAPTER
 
 
 def _body(interaction: dict[str, Any]) -> str | bytes:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.harness._harness import Events, add_tool, failing_tool, simple_run
 
 from openprogram.cancel import CancelToken
 from openprogram.tools import SKIPPED_TEXT
@@ -27,6 +26,7 @@ from openprogram_testing import (
     turn,
 )
 from openprogram_testing.steering import Delivery
+from tests.harness._harness import Events, add_tool, failing_tool, simple_run
 
 # -- real runs satisfy every invariant --------------------------------------------------------
 

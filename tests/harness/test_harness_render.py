@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from tests.harness._harness import add_tool
-
 from openprogram.types import Usage
 from openprogram_testing import (
     ScriptedProvider,
@@ -16,6 +14,7 @@ from openprogram_testing import (
     turn,
 )
 from openprogram_testing.snapshot import TraceSnapshotExtension
+from tests.harness._harness import add_tool
 
 
 def _run(

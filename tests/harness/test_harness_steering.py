@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests.harness._harness import add_tool
 
 from openprogram import AgentContext, LoopConfig, UserMessage, agent_loop
 from openprogram.tools import SKIPPED_TEXT
@@ -17,6 +16,7 @@ from openprogram_testing import (
     run_loop_sync,
     turn,
 )
+from tests.harness._harness import add_tool
 
 MODES = ("skip", "after_batch")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.harness._harness import add_tool, failing_tool
 
 from openprogram.types import UserMessage
 from openprogram_testing import (
@@ -24,6 +23,7 @@ from openprogram_testing import (
     run_loop_sync,
     turn,
 )
+from tests.harness._harness import add_tool, failing_tool
 
 
 def test_trace_holds_the_run_result_and_views() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.runtime._loop import add_tool, run
 
 from openprogram import AgentContext, LoopConfig, agent_loop, agent_loop_continue
 from openprogram_testing import (
@@ -16,19 +15,30 @@ from openprogram_testing import (
     think,
     turn,
 )
+from tests.runtime._loop import add_tool, run
 
 
 def test_deterministic_ids_across_turns() -> None:
-    provider = ScriptedProvider([turn(call("add", {"a": 1, "b": 1}), call("add", {"a": 2, "b": 2})), turn(call("add", {"a": 0, "b": 0})), "ok"])
+    provider = ScriptedProvider(
+        [
+            turn(call("add", {"a": 1, "b": 1}), call("add", {"a": 2, "b": 2})),
+            turn(call("add", {"a": 0, "b": 0})),
+            "ok",
+        ]
+    )
     events, _ = run(provider, tools=[add_tool()])
     ids = [e.tool_call_id for e in events if e.type == "tool_execution_start"]
     assert ids == ["call_0", "call_1", "call_2"]
 
 
 def test_chunking_of_text_and_arguments() -> None:
-    provider = ScriptedProvider([turn("abcdefg", call("add", {"a": 1, "b": 2}), chunk_size=3), "x"], chunk_size=1)
+    provider = ScriptedProvider(
+        [turn("abcdefg", call("add", {"a": 1, "b": 2}), chunk_size=3), "x"], chunk_size=1
+    )
     events, _ = run(provider, tools=[add_tool()])
-    text_deltas = [e.event.delta for e in events if e.type == "message_update" and e.event.type == "text_delta"]
+    text_deltas = [
+        e.event.delta for e in events if e.type == "message_update" and e.event.type == "text_delta"
+    ]
     assert text_deltas == ["abc", "def", "g", "x"]
 
 
@@ -45,7 +55,11 @@ def test_requests_are_recorded_as_snapshots() -> None:
     run(provider, tools=[add_tool()], tool_choice="required", parallel_tool_calls=False)
     first, second = provider.requests
     assert len(first.messages) == 1 and len(second.messages) == 3
-    assert first.tool_names == ["add"] and first.tool_choice == "required" and first.parallel_tool_calls is False
+    assert (
+        first.tool_names == ["add"]
+        and first.tool_choice == "required"
+        and first.parallel_tool_calls is False
+    )
 
 
 def test_responder_computed_from_the_request() -> None:
@@ -69,14 +83,20 @@ def test_unexpected_model_call_is_named_and_raised_by_assert_complete() -> None:
     events, stream = run(provider, tools=[add_tool()])
     assert stream.termination == "error"
     assert "unexpected model call #1" in events[-1].messages[-1].error_message
-    with pytest.raises(UnexpectedModelCall, match=r"unexpected model call #1 \(0-based\).*last message: toolResult '2'"):
+    with pytest.raises(
+        UnexpectedModelCall,
+        match=r"unexpected model call #1 \(0-based\).*last message: toolResult '2'",
+    ):
         provider.assert_complete()
 
 
 def test_unconsumed_turns() -> None:
     provider = ScriptedProvider(["one", "two", turn(call("x"))])
     run(provider)
-    with pytest.raises(UnconsumedTurns, match=r"2 scripted turn\(s\) were never played \(played 1 of 3\): text 'two', \[call x\]"):
+    with pytest.raises(
+        UnconsumedTurns,
+        match=r"2 scripted turn\(s\) were never played \(played 1 of 3\): text 'two', \[call x\]",
+    ):
         provider.assert_complete()
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 from hypothesis import HealthCheck, given, settings
 
 import openprogram.calls as calls_module
@@ -25,6 +24,7 @@ from openprogram_testing.strategies import (
     import_path,
     schema_calls,
 )
+from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 
 HERE = Path(__file__).resolve().parent
 QUICK = settings(
@@ -149,7 +149,9 @@ def test_a_loop_that_feeds_back_the_wrong_refusal_is_caught(
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     # Shrunk to one call whose argument text is not JSON, expected with the exact refusal.
     (called,) = [c for t in data["script"] if isinstance(t, dict) for c in t["calls"]]
-    assert "raw_args" in called and data["tools"] == [{"import": "tests.properties._schema_tools:get_order"}]
+    assert "raw_args" in called and data["tools"] == [
+        {"import": "tests.properties._schema_tools:get_order"}
+    ]
     (expected,) = data["expect"]["tool_results"]
     assert expected["is_error"] and called["raw_args"] in expected["text"]
     # The committed file fails while the bug is in and passes once it is fixed.

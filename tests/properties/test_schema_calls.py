@@ -8,7 +8,6 @@ import warnings
 from typing import Any
 
 import pytest
-from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 from hypothesis import HealthCheck, find, given, settings
 
 from openprogram_testing import ScriptedProvider, run_loop
@@ -22,6 +21,7 @@ from openprogram_testing.strategies import (
     tool_model,
 )
 from openprogram_testing.strategies.schema import CallLabel, label_applies
+from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 
 _SOME = settings(
     max_examples=150,

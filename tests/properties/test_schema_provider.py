@@ -8,11 +8,11 @@ import warnings
 from typing import Any
 
 import pytest
-from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 
 from openprogram_testing import SchemaDrivenProvider, run_loop_sync
 from openprogram_testing.schema_values import compiled_validator
 from openprogram_testing.strategies import tool_model
+from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 
 TOOLS = [get_order, book_hotel, refund]
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
+from openprogram_testing.report import BEHAVIOURS, Coverage, exhibited
+from openprogram_testing.steering import SteeringSchedule
+from openprogram_testing.trace import LoopTrace
 from tests.report._report_traces import (
     Node,
     Tree,
@@ -20,10 +24,6 @@ from tests.report._report_traces import (
     think,
     turn,
 )
-
-from openprogram_testing.report import BEHAVIOURS, Coverage, exhibited
-from openprogram_testing.steering import SteeringSchedule
-from openprogram_testing.trace import LoopTrace
 
 Build = Callable[[], LoopTrace]
 

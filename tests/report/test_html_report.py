@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.report._report_traces import Node, Tree, batch, call, run, steer_after, turn
 
 from openprogram import Registry, Runtime, agentic_function, function
 from openprogram_testing import run_exec_sync
@@ -28,6 +27,7 @@ from openprogram_testing.trace import (
     remove_trace_listener,
     run_loop_sync,
 )
+from tests.report._report_traces import Node, Tree, batch, call, run, steer_after, turn
 
 pytest_plugins = ["pytester"]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.report._report_traces import batch, call, run, steer_after, turn
 
 from openprogram_testing.report import Coverage, exhibited, trace_record, write_html
+from tests.report._report_traces import batch, call, run, steer_after, turn
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [

@@ -70,7 +70,11 @@ def test_function_choice_happy_path():
     assert record.choice == "approve" and record.termination == "completed"
     assert record.model_calls == 2
     assert [m.role for m in record.messages] == [
-        "user", "assistant", "user", "assistant", "toolResult",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "toolResult",
     ]
     assert record.messages[-1].text == "Picked approve."
 
@@ -143,7 +147,13 @@ def test_invalid_pick_is_reasked_once_with_the_error_fed_back():
     reask = provider.requests[2]
     assert reask.tools == [_choose_spec(["yes", "no"])]
     assert reask.tool_choice == {"type": "function", "name": "choose"}
-    assert [m.role for m in reask.messages] == ["user", "assistant", "user", "assistant", "toolResult"]
+    assert [m.role for m in reask.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "toolResult",
+    ]
     fed_back = reask.messages[-1]
     assert fed_back.is_error
     assert fed_back.text == (

@@ -153,7 +153,9 @@ SCHEMA_TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "expected"), SCHEMA_TABLE, ids=[f.__name__ for f, _ in SCHEMA_TABLE])
+@pytest.mark.parametrize(
+    ("fn", "expected"), SCHEMA_TABLE, ids=[f.__name__ for f, _ in SCHEMA_TABLE]
+)
 def test_schema_from_signature(fn, expected):
     wrapped = function(registry=Registry())(fn)
     schema = wrapped.spec.parameters
@@ -188,7 +190,11 @@ def test_docstring_first_paragraph_and_args_descriptions():
             "additionalProperties": False,
             "properties": {
                 "query": {"description": "What to look for, in plain words.", "type": "string"},
-                "limit": {"default": 10, "description": "How many hits to return.", "type": "integer"},
+                "limit": {
+                    "default": 10,
+                    "description": "How many hits to return.",
+                    "type": "integer",
+                },
             },
             "required": ["query"],
             "type": "object",
@@ -221,12 +227,16 @@ def test_decorator_arguments_override_everything():
         "required": ["city"],
     }
 
-    @function(name="get_weather", description="Weather now.", parameters=schema, registry=Registry())
+    @function(
+        name="get_weather", description="Weather now.", parameters=schema, registry=Registry()
+    )
     def weather(city):
         """Ignored docstring."""
         return f"sunny in {city}"
 
-    assert weather.spec == ToolSpec(name="get_weather", description="Weather now.", parameters=schema)
+    assert weather.spec == ToolSpec(
+        name="get_weather", description="Weather now.", parameters=schema
+    )
     assert weather.name == "get_weather"
 
 

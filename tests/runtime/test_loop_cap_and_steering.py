@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.runtime._loop import add_tool, run, tokens
 
 from openprogram import MAX_INNER_ITERATIONS, ToolResultMessage, effective_cap
 from openprogram_testing import ScriptedProvider, call, turn
+from tests.runtime._loop import add_tool, run, tokens
 
 SKIP = "Skipped due to queued user message."
 
@@ -86,7 +86,9 @@ def batch_with_steering_after(k: int, n: int, queue: Queue) -> tuple[dict, list[
 def test_steering_after_tool_k_of_four_skip_mode(k: int) -> None:
     queue = Queue()
     tool, ran = batch_with_steering_after(k, 4, queue)
-    provider = ScriptedProvider([turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"])
+    provider = ScriptedProvider(
+        [turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"]
+    )
     events, stream = run(provider, tools=[tool], get_steering_messages=queue)
     assert ran == list(range(k + 1))
     results = [m for m in events[-1].messages if isinstance(m, ToolResultMessage)]
@@ -105,8 +107,12 @@ def test_steering_after_tool_k_of_four_skip_mode(k: int) -> None:
 def test_steering_after_tool_k_of_four_after_batch_mode(k: int) -> None:
     queue = Queue()
     tool, ran = batch_with_steering_after(k, 4, queue)
-    provider = ScriptedProvider([turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"])
-    events, stream = run(provider, tools=[tool], get_steering_messages=queue, steering_mode="after_batch")
+    provider = ScriptedProvider(
+        [turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"]
+    )
+    events, stream = run(
+        provider, tools=[tool], get_steering_messages=queue, steering_mode="after_batch"
+    )
     assert ran == [0, 1, 2, 3]
     results = [m for m in events[-1].messages if isinstance(m, ToolResultMessage)]
     assert all(not r.is_error and not r.skipped for r in results)
@@ -117,7 +123,9 @@ def test_steering_after_tool_k_of_four_after_batch_mode(k: int) -> None:
 
 def test_steering_after_a_text_only_reply_keeps_the_loop_alive() -> None:
     queue = Queue()
-    provider = ScriptedProvider([lambda req: (queue.items.append("wait, one more thing"), "first")[1], "second"])
+    provider = ScriptedProvider(
+        [lambda req: (queue.items.append("wait, one more thing"), "first")[1], "second"]
+    )
     events, stream = run(provider, get_steering_messages=queue)
     assert stream.model_calls == 2
     assert provider.requests[1].messages[-1].text == "wait, one more thing"

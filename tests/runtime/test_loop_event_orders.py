@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from tests.runtime._loop import add_tool, run, tokens
-
 from openprogram import AssistantMessage, ToolResultMessage, UserMessage
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
+from tests.runtime._loop import add_tool, run, tokens
 
 SKIP = "Skipped due to queued user message."
 
@@ -13,8 +12,15 @@ SKIP = "Skipped due to queued user message."
 def test_a_text_only() -> None:
     events, stream = run(ScriptedProvider(["hello"]))
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)", "agent_end(completed)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
+        "agent_end(completed)",
     ]
     updates = [e.event.type for e in events if e.type == "message_update"]
     assert updates == ["start", "text_start", "text_delta", "text_end", "done"]
@@ -27,25 +33,51 @@ def test_a_text_only() -> None:
 def test_b_two_tool_calls_then_text() -> None:
     seen: list[dict] = []
     provider = ScriptedProvider(
-        [turn(call("add", {"a": 1, "b": 2}, id="t1"), call("add", {"a": 3, "b": 4}, id="t2")), "7 and 3"]
+        [
+            turn(call("add", {"a": 1, "b": 2}, id="t1"), call("add", {"a": 3, "b": 4}, id="t2")),
+            "7 and 3",
+        ]
     )
     events, stream = run(provider, tools=[add_tool(seen)])
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)",
-        "tes(t1)", "tee(t1)", "ms(toolResult)", "me(toolResult)",
-        "tes(t2)", "tee(t2)", "ms(toolResult)", "me(toolResult)",
-        "turn_end(2)", "turn_start",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "tes(t1)",
+        "tee(t1)",
+        "ms(toolResult)",
+        "me(toolResult)",
+        "tes(t2)",
+        "tee(t2)",
+        "ms(toolResult)",
+        "me(toolResult)",
+        "turn_end(2)",
+        "turn_start",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
         "agent_end(completed)",
     ]
     assert seen == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]  # sequential, message order
     roles = [m.role for m in events[-1].messages]
     assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"]
     results = [m for m in events[-1].messages if isinstance(m, ToolResultMessage)]
-    assert [(r.tool_call_id, r.text, r.is_error) for r in results] == [("t1", "3", False), ("t2", "7", False)]
+    assert [(r.tool_call_id, r.text, r.is_error) for r in results] == [
+        ("t1", "3", False),
+        ("t2", "7", False),
+    ]
     # the second model call saw both results
-    assert [m.role for m in provider.requests[1].messages] == ["user", "assistant", "toolResult", "toolResult"]
+    assert [m.role for m in provider.requests[1].messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+    ]
 
 
 def test_c_steering_after_first_of_two_calls_skips_the_second() -> None:
@@ -58,7 +90,9 @@ def test_c_steering_after_first_of_two_calls_skips_the_second() -> None:
         return "ok"
 
     tool = {"spec": {"name": "work", "parameters": {"type": "object"}}, "execute": execute}
-    provider = ScriptedProvider([turn(call("work", {"n": 1}, id="t1"), call("work", {"n": 2}, id="t2")), "fine"])
+    provider = ScriptedProvider(
+        [turn(call("work", {"n": 1}, id="t1"), call("work", {"n": 2}, id="t2")), "fine"]
+    )
 
     def steering() -> list[str]:
         out = list(queue)
@@ -67,19 +101,41 @@ def test_c_steering_after_first_of_two_calls_skips_the_second() -> None:
 
     events, stream = run(provider, tools=[tool], get_steering_messages=steering)
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)",
-        "tes(t1)", "tee(t1)", "ms(toolResult)", "me(toolResult)",
-        "tes(t2)", "tee(t2,err)", "ms(toolResult)", "me(toolResult)",
-        "turn_end(2)", "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)", "agent_end(completed)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "tes(t1)",
+        "tee(t1)",
+        "ms(toolResult)",
+        "me(toolResult)",
+        "tes(t2)",
+        "tee(t2,err)",
+        "ms(toolResult)",
+        "me(toolResult)",
+        "turn_end(2)",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
+        "agent_end(completed)",
     ]
     assert seen == [{"n": 1}]
     skipped = events[-1].messages[3]
     assert isinstance(skipped, ToolResultMessage)
     assert (skipped.text, skipped.is_error, skipped.skipped) == (SKIP, True, True)
     assert [m.role for m in provider.requests[1].messages] == [
-        "user", "assistant", "toolResult", "toolResult", "user"
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "user",
     ]
     assert provider.requests[1].messages[-1].text == "stop, do something else"
 
@@ -88,14 +144,29 @@ def test_d_provider_error() -> None:
     provider = ScriptedProvider([error_turn("overloaded", "partial ", status=529, retryable=True)])
     events, stream = run(provider)
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)", "agent_end(error)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
+        "agent_end(error)",
     ]
     assert events[-2].type == "turn_end" and events[-2].tool_results == []
     message = events[-1].messages[-1]
     assert isinstance(message, AssistantMessage)
-    assert (message.stop_reason, message.error_message, message.error_status, message.error_retryable) == (
-        "error", "overloaded", 529, True,
+    assert (
+        message.stop_reason,
+        message.error_message,
+        message.error_status,
+        message.error_retryable,
+    ) == (
+        "error",
+        "overloaded",
+        529,
+        True,
     )
     assert [m.role for m in events[-1].messages] == ["user", "assistant"]
 
@@ -120,10 +191,22 @@ def test_f_follow_up() -> None:
     provider = ScriptedProvider(["first", "second"])
     events, stream = run(provider, get_follow_up_messages=follow_ups)
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)",
-        "turn_start", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)", "agent_end(completed)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
+        "agent_end(completed)",
     ]
     assert [m.role for m in events[-1].messages] == ["user", "assistant", "user", "assistant"]
     assert events[-1].messages[2].text == "and then?"
@@ -140,8 +223,17 @@ def test_g_steering_queued_before_round_one_is_delivered_with_the_prompt() -> No
     provider = ScriptedProvider(["ok"])
     events, stream = run(provider, get_steering_messages=steering)
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)", "ms(user)", "me(user)",
-        "ms(assistant)", "upd…", "me(assistant)", "turn_end(0)", "agent_end(completed)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "upd…",
+        "me(assistant)",
+        "turn_end(0)",
+        "agent_end(completed)",
     ]
     assert [m.text for m in provider.requests[0].messages] == ["hi", "also: be brief"]
 
@@ -156,7 +248,15 @@ def test_text_beside_tool_calls_does_not_end_the_loop() -> None:
 def test_message_update_carries_the_partial_message_and_toolcall_end_the_parsed_call() -> None:
     provider = ScriptedProvider([turn(call("add", {"a": 1, "b": 2}, id="x"), chunk_size=3), "done"])
     events, _ = run(provider, tools=[add_tool()])
-    deltas = [e.event.delta for e in events if e.type == "message_update" and e.event.type == "toolcall_delta"]
+    deltas = [
+        e.event.delta
+        for e in events
+        if e.type == "message_update" and e.event.type == "toolcall_delta"
+    ]
     assert "".join(deltas) == '{"a": 1, "b": 2}' and len(deltas) > 1
-    ends = [e.event.tool_call for e in events if e.type == "message_update" and e.event.type == "toolcall_end"]
+    ends = [
+        e.event.tool_call
+        for e in events
+        if e.type == "message_update" and e.event.type == "toolcall_end"
+    ]
     assert ends[0].arguments == {"a": 1, "b": 2} and ends[0].id == "x"

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runtime._loop import add_tool, tokens
 
 from openprogram import (
     AgentContext,
@@ -27,6 +26,7 @@ from openprogram import (
 )
 from openprogram.tools import json_schema_validator
 from openprogram_testing import ScriptedProvider, call, turn
+from tests.runtime._loop import add_tool, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from tests.runtime._loop import add_tool, run, tokens
-
 from openprogram import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -20,20 +18,29 @@ from openprogram_testing import (
     raising_turn,
     turn,
 )
+from tests.runtime._loop import add_tool, run, tokens
 
 
 def test_error_event_ends_the_run_with_termination_error_and_keeps_the_details() -> None:
-    provider = ScriptedProvider([error_turn("rate limited", status=429, retryable=True, retry_after_s=2.5)])
+    provider = ScriptedProvider(
+        [error_turn("rate limited", status=429, retryable=True, retry_after_s=2.5)]
+    )
     events, stream = run(provider)
     message = events[-1].messages[-1]
     assert isinstance(message, AssistantMessage)
-    assert (message.error_status, message.error_retryable, message.error_retry_after_s) == (429, True, 2.5)
+    assert (message.error_status, message.error_retryable, message.error_retry_after_s) == (
+        429,
+        True,
+        2.5,
+    )
     assert stream.termination == "error"
 
 
 def test_a_provider_that_raises_is_an_error_message_not_a_crash() -> None:
     ran: list = []
-    provider = ScriptedProvider([raising_turn(ConnectionError("socket closed"), call("add", {"a": 1, "b": 1}))])
+    provider = ScriptedProvider(
+        [raising_turn(ConnectionError("socket closed"), call("add", {"a": 1, "b": 1}))]
+    )
     events, stream = run(provider, tools=[add_tool(ran)])
     message = events[-1].messages[-1]
     assert (message.stop_reason, message.error_message) == ("error", "socket closed")
@@ -48,8 +55,14 @@ def test_a_provider_that_raises_before_streaming() -> None:
 
     events, stream = run(Broken())
     assert tokens(events) == [
-        "agent_start", "turn_start", "ms(user)", "me(user)", "ms(assistant)", "me(assistant)",
-        "turn_end(0)", "agent_end(error)",
+        "agent_start",
+        "turn_start",
+        "ms(user)",
+        "me(user)",
+        "ms(assistant)",
+        "me(assistant)",
+        "turn_end(0)",
+        "agent_end(error)",
     ]
     assert events[-1].messages[-1].error_message == "RuntimeError"
 
@@ -60,7 +73,10 @@ def test_a_stream_cut_before_its_terminal_event_never_runs_its_tool_calls() -> N
     events, stream = run(provider, tools=[add_tool(ran)])
     assert ran == []
     message = events[-1].messages[-1]
-    assert (message.stop_reason, message.error_message) == ("error", "stream ended without a final event")
+    assert (message.stop_reason, message.error_message) == (
+        "error",
+        "stream ended without a final event",
+    )
     assert "me(assistant)" in tokens(events)  # message_end is emitted for it
     assert stream.termination == "error"
     assert not any(e.type == "tool_execution_start" for e in events)
@@ -96,7 +112,9 @@ def test_a_handwritten_provider_using_the_builder() -> None:
 
     events, stream = run(Echo(), "shout")
     assert events[-1].messages[-1].text == "SHOUT"
-    assert all(isinstance(e.event, AssistantMessageEvent) for e in events if e.type == "message_update")
+    assert all(
+        isinstance(e.event, AssistantMessageEvent) for e in events if e.type == "message_update"
+    )
 
 
 def test_exactly_one_agent_end_when_a_steering_hook_raises() -> None:
@@ -108,7 +126,11 @@ def test_exactly_one_agent_end_when_a_steering_hook_raises() -> None:
     async def consume() -> None:
         from openprogram import AgentContext, LoopConfig, agent_loop
 
-        stream = agent_loop("hi", AgentContext(), LoopConfig(provider=ScriptedProvider([]), get_steering_messages=steering))
+        stream = agent_loop(
+            "hi",
+            AgentContext(),
+            LoopConfig(provider=ScriptedProvider([]), get_steering_messages=steering),
+        )
         async for e in stream:
             events.append(e)
 

@@ -6,17 +6,19 @@ import asyncio
 import json
 
 import pytest
-from tests.runtime._loop import add_tool, run, tokens
 
 from openprogram import CancelToken, ImageContent, TextContent, ToolResult, ToolResultMessage
 from openprogram_testing import ScriptedProvider, call, turn
+from tests.runtime._loop import add_tool, run, tokens
 
 
 def results_of(events: list) -> list[ToolResultMessage]:
     return [m for m in events[-1].messages if isinstance(m, ToolResultMessage)]
 
 
-def one_call_then_text(name: str, args: dict | None = None, *, raw: str | None = None) -> ScriptedProvider:
+def one_call_then_text(
+    name: str, args: dict | None = None, *, raw: str | None = None
+) -> ScriptedProvider:
     return ScriptedProvider([turn(call(name, args, raw=raw, id="c1")), "recovered"])
 
 
@@ -38,7 +40,10 @@ def test_invalid_arguments_list_every_problem_with_nested_paths() -> None:
                         "type": "array",
                         "items": {
                             "type": "object",
-                            "properties": {"name": {"type": "string"}, "email": {"type": "string", "format": "email"}},
+                            "properties": {
+                                "name": {"type": "string"},
+                                "email": {"type": "string", "format": "email"},
+                            },
                             "required": ["name"],
                         },
                     },
@@ -49,7 +54,10 @@ def test_invalid_arguments_list_every_problem_with_nested_paths() -> None:
         },
         "execute": lambda args: "booked",
     }
-    args = {"guests": [{"name": "Ann", "email": "not-an-email"}, {"email": "b@example.com"}], "nights": 0}
+    args = {
+        "guests": [{"name": "Ann", "email": "not-an-email"}, {"email": "b@example.com"}],
+        "nights": 0,
+    }
     events, stream = run(one_call_then_text("book", args), tools=[tool])
     (r,) = results_of(events)
     assert r.is_error
@@ -90,7 +98,11 @@ def test_argument_json_that_does_not_parse_is_an_invalid_arguments_result() -> N
 
 @pytest.mark.parametrize(
     ("exc", "text"),
-    [(ValueError("bad value"), "bad value"), (RuntimeError(), "RuntimeError"), (KeyError("k"), "'k'")],
+    [
+        (ValueError("bad value"), "bad value"),
+        (RuntimeError(), "RuntimeError"),
+        (KeyError("k"), "'k'"),
+    ],
 )
 def test_a_raising_tool_becomes_an_error_result(exc: Exception, text: str) -> None:
     def execute(args: dict) -> str:
@@ -148,7 +160,9 @@ def test_a_base_exception_from_a_tool_aborts_with_a_result_for_every_call() -> N
     async def consume() -> None:
         from openprogram import AgentContext, LoopConfig, agent_loop
 
-        stream = agent_loop("hi", AgentContext(tools=[tool, add_tool()]), LoopConfig(provider=provider))
+        stream = agent_loop(
+            "hi", AgentContext(tools=[tool, add_tool()]), LoopConfig(provider=provider)
+        )
         async for e in stream:
             events.append(e)
 
@@ -156,7 +170,10 @@ def test_a_base_exception_from_a_tool_aborts_with_a_result_for_every_call() -> N
         asyncio.run(consume())
     assert tokens(events)[-2:] == ["turn_end(2)", "agent_end(aborted)"]
     results = results_of(events)
-    assert [(r.tool_call_id, r.text, r.is_error) for r in results] == [("a", "Cancelled", True), ("b", "Cancelled", True)]
+    assert [(r.tool_call_id, r.text, r.is_error) for r in results] == [
+        ("a", "Cancelled", True),
+        ("b", "Cancelled", True),
+    ]
 
 
 def test_cancellation_mid_tool() -> None:
@@ -171,7 +188,10 @@ def test_cancellation_mid_tool() -> None:
     provider = ScriptedProvider([turn(call("long", id="a"), call("long", id="b"))])
     events, stream = run(provider, tools=[tool], cancel=token)
     assert stream.termination == "aborted"
-    assert [(r.tool_call_id, r.text) for r in results_of(events)] == [("a", "Cancelled"), ("b", "Cancelled")]
+    assert [(r.tool_call_id, r.text) for r in results_of(events)] == [
+        ("a", "Cancelled"),
+        ("b", "Cancelled"),
+    ]
     assert stream.model_calls == 1
     assert tokens(events)[-2:] == ["turn_end(2)", "agent_end(aborted)"]
 
@@ -207,10 +227,17 @@ def test_tool_result_shapes() -> None:
         "s": "plain",
         "n": None,
         "d": {"x": [1, 2]},
-        "r": ToolResult(content=[TextContent(text="a"), ImageContent(data_b64="AA==", mime_type="image/png")], details={"k": 1}, is_error=True),
+        "r": ToolResult(
+            content=[TextContent(text="a"), ImageContent(data_b64="AA==", mime_type="image/png")],
+            details={"k": 1},
+            is_error=True,
+        ),
     }
     tools = [
-        {"spec": {"name": name, "parameters": {"type": "object"}}, "execute": (lambda v: lambda args: v)(value)}
+        {
+            "spec": {"name": name, "parameters": {"type": "object"}},
+            "execute": (lambda v: lambda args: v)(value),
+        }
         for name, value in outcomes.items()
     ]
     provider = ScriptedProvider([turn(*[call(n, id=n) for n in outcomes]), "done"])
@@ -236,7 +263,12 @@ def test_execute_receives_only_the_extras_it_asks_for_and_streams_updates() -> N
     events, _ = run(one_call_then_text("job"), tools=[tool])
     assert seen == {"id": "c1"}
     toks = tokens(events)
-    assert toks[toks.index("tes(c1)") : toks.index("tee(c1)") + 1] == ["tes(c1)", "teu(c1)", "teu(c1)", "tee(c1)"]
+    assert toks[toks.index("tes(c1)") : toks.index("tee(c1)") + 1] == [
+        "tes(c1)",
+        "teu(c1)",
+        "teu(c1)",
+        "tee(c1)",
+    ]
     assert [e.partial for e in events if e.type == "tool_execution_update"] == ["25%", "75%"]
 
 
@@ -257,7 +289,10 @@ def test_invalid_tool_entries_raise_type_error_before_any_model_call() -> None:
 
 def test_object_tool_form() -> None:
     class Echo:
-        spec = {"name": "echo", "parameters": {"type": "object", "properties": {"v": {"type": "string"}}}}
+        spec = {
+            "name": "echo",
+            "parameters": {"type": "object", "properties": {"v": {"type": "string"}}},
+        }
 
         async def execute(self, args: dict) -> str:
             return args["v"]

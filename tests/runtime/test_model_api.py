@@ -28,7 +28,9 @@ from openprogram_testing import ScriptedProvider, call, run_loop_sync, turn
 def _messages() -> list[Message]:
     return [
         UserMessage(content="hi"),
-        UserMessage(content=[TextContent(text="look"), ImageContent(data_b64="AA==", mime_type="image/png")]),
+        UserMessage(
+            content=[TextContent(text="look"), ImageContent(data_b64="AA==", mime_type="image/png")]
+        ),
         AssistantMessage(
             content=[
                 ThinkingContent(thinking="hm", signature="sig"),
@@ -41,10 +43,16 @@ def _messages() -> list[Message]:
             provider="p",
             api="a",
         ),
-        ToolResultMessage(tool_call_id="c1", tool_name="add", content=[TextContent(text="3")],
-                          details={"raw": 3}),
-        AssistantMessage(stop_reason="error", error_message="boom", error_status=529,
-                         error_retryable=True, error_retry_after_s=1.5),
+        ToolResultMessage(
+            tool_call_id="c1", tool_name="add", content=[TextContent(text="3")], details={"raw": 3}
+        ),
+        AssistantMessage(
+            stop_reason="error",
+            error_message="boom",
+            error_status=529,
+            error_retryable=True,
+            error_retry_after_s=1.5,
+        ),
     ]
 
 
@@ -63,7 +71,10 @@ def test_a_whole_trace_of_events_round_trips() -> None:
     adapter = TypeAdapter(list[AgentEvent])
     text = adapter.dump_json(trace.events)
     assert adapter.validate_json(text) == trace.events
-    assert [e.model_dump(mode="json")["type"] for e in trace.events][:2] == ["agent_start", "turn_start"]
+    assert [e.model_dump(mode="json")["type"] for e in trace.events][:2] == [
+        "agent_start",
+        "turn_start",
+    ]
 
 
 def test_validation_rejects_bad_data_naming_the_field() -> None:
@@ -82,8 +93,9 @@ def test_unions_are_told_apart_by_their_tag() -> None:
         {"content": [{"type": "toolCall", "id": "1", "name": "f"}, {"type": "text", "text": "t"}]}
     )
     assert [type(b) for b in message.content] == [ToolCall, TextContent]
-    parsed = TypeAdapter(Message).validate_python({"role": "toolResult", "tool_call_id": "1",
-                                                    "tool_name": "f"})
+    parsed = TypeAdapter(Message).validate_python(
+        {"role": "toolResult", "tool_call_id": "1", "tool_name": "f"}
+    )
     assert isinstance(parsed, ToolResultMessage)
 
 

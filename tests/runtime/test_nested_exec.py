@@ -191,7 +191,9 @@ def test_sync_tool_on_the_loop_thread_calls_sync_exec():
         threads.setdefault("inner_model", threading.get_ident())
         return "summary"
 
-    provider = ScriptedProvider([turn(call("summarize", {"runtime_holder": "doc"})), responder, "ok"])
+    provider = ScriptedProvider(
+        [turn(call("summarize", {"runtime_holder": "doc"})), responder, "ok"]
+    )
     RUNTIME = Runtime(provider, registry=registry)
     assert RUNTIME.exec("go", tools=[summarize]) == "ok"
     assert provider.requests[1].messages[0].text == "summarize doc"

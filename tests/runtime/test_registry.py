@@ -157,7 +157,9 @@ def test_registry_api():
     with pytest.raises(ValueError, match="'full' is built in"):
         registry.define_toolset("full", [])
     registry.define_toolset("broken", ["ghost"])
-    with pytest.raises(ValueError, match="toolset 'broken' names tool\\(s\\) that are not registered: ghost"):
+    with pytest.raises(
+        ValueError, match="toolset 'broken' names tool\\(s\\) that are not registered: ghost"
+    ):
         registry.toolset("broken")
     with pytest.raises(TypeError, match="not a single string"):
         registry.define_toolset("x", "read_file")

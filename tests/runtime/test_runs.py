@@ -8,7 +8,6 @@ import threading
 from typing import Any
 
 import pytest
-from tests.runtime._loop import add_tool
 
 from openprogram import (
     AgentContext,
@@ -26,6 +25,7 @@ from openprogram import (
 )
 from openprogram.runs import MessageQueue, wants_poll_point
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
+from tests.runtime._loop import add_tool
 
 # -- run_sync ---------------------------------------------------------------------------------
 

@@ -129,7 +129,10 @@ def test_valid_string_tool_choices_are_forwarded(choice):
 def test_max_iterations_returns_what_exists():
     registry, add, _ = _registry()
     provider = ScriptedProvider(
-        [turn("step one", call("add", {"a": 1, "b": 1})), turn("step two", call("add", {"a": 2, "b": 2}))]
+        [
+            turn("step one", call("add", {"a": 1, "b": 1})),
+            turn("step two", call("add", {"a": 2, "b": 2})),
+        ]
     )
     runtime = Runtime(provider, registry=registry)
     assert runtime.exec("loop", max_iterations=2) == "step two"

@@ -14,8 +14,13 @@ from openprogram.tools import _fast_acceptor, json_schema_validator
 
 SCALARS = ["string", "integer", "number", "boolean", "null"]
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, width=32),
-    st.sampled_from([1.0, 2.0, -0.0]), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, width=32),
+    st.sampled_from([1.0, 2.0, -0.0]),
+    st.text(max_size=3),
+    st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
 )
 names = st.sampled_from(["a", "b", "c", "d"])
@@ -131,7 +136,9 @@ def test_callable_facts_are_shared_by_closures_but_not_by_wrapped_functions() ->
 
         return tool
 
-    assert _callable_info(make(1)) == _callable_info(make(2)) == (False, frozenset({"tool_call_id"}))
+    assert (
+        _callable_info(make(1)) == _callable_info(make(2)) == (False, frozenset({"tool_call_id"}))
+    )
 
     def inner(arguments: dict[str, Any], cancel: Any) -> int:
         return 0
