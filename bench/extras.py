@@ -319,7 +319,7 @@ W6_EXAMPLES = 300
 
 
 def _w6_sample(examples: int) -> tuple[float, int]:
-    """Run the loop property (generate a scenario, run it through the real loop, check the §10
+    """Run the loop property (generate a scenario, run it through the real loop, check the
     invariants, the spec's rules and the reference model's prediction) for ``examples``
     examples; returns examples/s and the number run."""
     from hypothesis import HealthCheck, Phase, given, settings

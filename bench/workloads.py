@@ -21,7 +21,7 @@ T = TypeVar("T")
 @dataclass(slots=True)
 class Settings:
     """Workload sizes.  W1 runs 49 tool rounds + the final text = 50 model calls: the loop's hard
-    cap (SPEC: at most 50 model calls per run), so every framework runs exactly that."""
+    cap (at most 50 model calls per run), so every framework runs exactly that."""
 
     w1_tool_rounds: int = 49
     w2_rounds: int = 10

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from openprogram.choices import CHOOSE_TOOL
+
 from .imports import ImportProblem, load_runtime, load_tools
 from .model import FunctionChoice, Scenario
 
@@ -86,6 +88,12 @@ def _check_imports(scenario: Scenario, roots: Sequence[Path], found: Found) -> s
 
 def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
     listed = ", ".join(sorted(declared)) or "none"
+    if any(
+        o.agentic is not None and o.agentic.choices
+        for tool in scenario.tools
+        for o in [tool, *(tool.sequence or [])]
+    ):  # a forced decision offers the model its `choose` tool
+        declared = declared | {CHOOSE_TOOL}
     for i, entry in enumerate(scenario.script or []):
         if isinstance(entry, str):
             continue

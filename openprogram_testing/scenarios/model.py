@@ -123,6 +123,9 @@ class AgenticDef(_Strict):
     prompt: str
     tools: list[str] = Field(default_factory=list)
     max_iterations: int | None = None
+    choices: list[str] | None = Field(default=None, min_length=1)
+    """Labels of a forced decision after the nested work (``Runtime.exec(choices=...)``): the
+    tool then returns the picked label, and the script plays the model's ``choose`` call(s)."""
 
 
 class Outcome(_Strict):

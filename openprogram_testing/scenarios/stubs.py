@@ -94,6 +94,7 @@ async def _run_nested(
         content,
         tools=[tools[name] for name in agentic.tools],
         max_iterations=agentic.max_iterations,
+        choices=agentic.choices,
     )
     return tree.result
 

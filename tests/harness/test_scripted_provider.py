@@ -163,7 +163,7 @@ def test_import_openprogram_imports_no_sdk() -> None:
 
 
 def test_import_openprogram_defers_pydantic_until_a_boundary_is_crossed() -> None:
-    """The import-time budget (issue #8) leaves no room for pydantic: it is imported when a
+    """The import-time budget leaves no room for pydantic: it is imported when a
     value is validated or dumped, or a tool schema is generated — not by ``import openprogram``."""
     import subprocess
     import sys

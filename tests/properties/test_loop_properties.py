@@ -1,6 +1,6 @@
-"""The loop property suite (SPEC §9.6, §10): generated scenarios through the real loop.
+"""The loop property suite (the loop invariants): generated scenarios through the real loop.
 
-Every example is checked three ways (``check_run``): the §10 invariants 1-9
+Every example is checked three ways (``check_run``): the invariants 1-9
 (``check_invariants``), the exact rules of the spec restated on the trace (``check_rules``: skip
 text, termination rules, model calls ≤ cap, steering delivered or reported undelivered), and the
 reference model's prediction of the whole outcome (``check_outcome``).  Invariant 10 has its own

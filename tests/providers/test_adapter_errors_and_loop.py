@@ -244,7 +244,7 @@ async def test_blocked_real_call_escapes_the_loop(api: str) -> None:
 
 @pytest.mark.parametrize("api", FACTORIES)
 async def test_no_tool_fields_without_tools(api: str) -> None:
-    """SPEC §8: tool_choice / parallel knobs are sent only when the request carries tools."""
+    """tool_choice / parallel knobs are sent only when the request carries tools."""
     from openprogram.providers.base import StreamOptions
 
     rounds = {"chat": chat_text_round, "responses": responses_text_round, "anthropic": anthropic_text_round}

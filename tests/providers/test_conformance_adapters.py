@@ -5,7 +5,7 @@ Each interaction's recorded response body (gzip-decoded when the recording kept
 streaming recordings are replayed in stream mode, sync recordings with ``stream=False``.  The
 expected values below were read from the recordings by hand (tool-call ids, names, argument
 JSON, text, finish/stop reason, usage counters).  Streaming bodies are replayed a second time cut
-into 7-byte pieces: the message must not change (SPEC §10.10).
+into 7-byte pieces: the message must not change.
 """
 
 from __future__ import annotations
@@ -546,7 +546,7 @@ RECHUNKED = [
 def test_any_chunking_gives_the_same_message(
     conformance_cassettes: Path, name: str, factory: Any
 ) -> None:
-    """SPEC §9.3/§10.10: the SSE parsers give identical messages for any chunking."""
+    """Invariant 10: the SSE parsers give identical messages for any chunking."""
     import asyncio
 
     from hypothesis import given, settings

@@ -1,4 +1,4 @@
-"""SPEC §8, cell by cell: tool_choice / parallel_tool_calls / tool definitions per API."""
+"""the contract, cell by cell: tool_choice / parallel_tool_calls / tool definitions per API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``exec(choices=[...])``: the forced structured decision after the work (SPEC §7)."""
+"""``exec(choices=[...])``: the forced structured decision after the work."""
 
 import enum
 

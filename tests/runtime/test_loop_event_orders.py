@@ -1,4 +1,4 @@
-"""Each exact event order of SPEC §4 (a)–(g), asserted event by event."""
+"""Each exact event order of event order (a) of the loop–(g), asserted event by event."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider failures (SPEC §3): error events, providers that raise, cut streams, aborted stops."""
+"""Provider failures: error events, providers that raise, cut streams, aborted stops."""
 
 from __future__ import annotations
 

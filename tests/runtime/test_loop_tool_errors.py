@@ -1,4 +1,4 @@
-"""Tool execution outcomes of SPEC §5, each with its exact result text."""
+"""Tool execution outcomes of the contract, each with its exact result text."""
 
 from __future__ import annotations
 
