@@ -1,4 +1,4 @@
-"""Tool definitions, ``tool_choice`` and ``parallel_tool_calls`` on the wire (SPEC §8).
+"""Tool definitions, ``tool_choice`` and ``parallel_tool_calls`` on the wire.
 
 Pure functions, no SDK imports: each returns the JSON fragment to merge into one API's request
 body.  Five APIs are covered: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages,
@@ -31,18 +31,14 @@ from typing import Any, Literal, TypeAlias, get_args
 
 from ..types import ToolSpec
 
-WireAPI: TypeAlias = Literal[
-    "openai_chat", "openai_responses", "anthropic", "gemini", "bedrock"
-]
+WireAPI: TypeAlias = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "bedrock"]
 """The request formats :func:`tools_fragment` knows."""
 
 WIRE_APIS: tuple[str, ...] = get_args(WireAPI)
 
 TOOL_CHOICE_STRINGS: tuple[str, ...] = ("auto", "required", "none")
 
-BEDROCK_NO_TOOLS_INSTRUCTION = (
-    "Do not call any tools in this reply; answer with text only."
-)
+BEDROCK_NO_TOOLS_INSTRUCTION = "Do not call any tools in this reply; answer with text only."
 """System text sent to Bedrock for ``tool_choice="none"`` (Converse has no "none" choice)."""
 
 __all__ = [

@@ -34,7 +34,9 @@ def sse(frames: Iterable[Any], *, done: bool = False, events: bool = False) -> b
 class Recorder:
     """A MockTransport handler that answers with queued responses and keeps every request."""
 
-    def __init__(self, *responses: httpx2.Response | Callable[[httpx2.Request], httpx2.Response]) -> None:
+    def __init__(
+        self, *responses: httpx2.Response | Callable[[httpx2.Request], httpx2.Response]
+    ) -> None:
         self.responses = list(responses)
         self.requests: list[httpx2.Request] = []
 
@@ -53,13 +55,17 @@ class Recorder:
         return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
 
 
-def sse_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> httpx2.Response:
+def sse_response(
+    body: bytes, status: int = 200, headers: dict[str, str] | None = None
+) -> httpx2.Response:
     return httpx2.Response(
         status, headers={"content-type": "text/event-stream", **(headers or {})}, content=body
     )
 
 
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> httpx2.Response:
+def json_response(
+    data: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> httpx2.Response:
     return httpx2.Response(
         status,
         headers={"content-type": "application/json", **(headers or {})},
@@ -68,7 +74,10 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 async def collect(
-    provider: Any, context: Context | None = None, options: StreamOptions | None = None, model: str = "m"
+    provider: Any,
+    context: Context | None = None,
+    options: StreamOptions | None = None,
+    model: str = "m",
 ) -> tuple[list[AssistantMessageEvent], AssistantMessage]:
     events = [
         e async for e in provider.stream(model, context or Context(), options or StreamOptions())
@@ -88,7 +97,9 @@ def chat_provider(rec: Recorder, stream: bool = True) -> Any:
 
     from openprogram.providers.openai_chat import OpenAIChatProvider
 
-    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client(), max_retries=0)
+    client = openai.AsyncOpenAI(
+        api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client(), max_retries=0
+    )
     return OpenAIChatProvider(client, stream=stream)
 
 
@@ -97,7 +108,9 @@ def responses_provider(rec: Recorder, stream: bool = True) -> Any:
 
     from openprogram.providers.openai_responses import OpenAIResponsesProvider
 
-    client = openai.AsyncOpenAI(api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client(), max_retries=0)
+    client = openai.AsyncOpenAI(
+        api_key="sk-test", base_url=BASE + "/v1", http_client=rec.client(), max_retries=0
+    )
     return OpenAIResponsesProvider(client, stream=stream)
 
 
@@ -106,7 +119,9 @@ def anthropic_provider(rec: Recorder, stream: bool = True) -> Any:
 
     from openprogram.providers.anthropic import AnthropicProvider
 
-    client = anthropic.AsyncAnthropic(api_key="sk-ant-test", base_url=BASE, http_client=rec.client(), max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", base_url=BASE, http_client=rec.client(), max_retries=0
+    )
     return AnthropicProvider(client, stream=stream)
 
 

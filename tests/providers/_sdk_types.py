@@ -29,7 +29,12 @@ def strict_type(tp: Any) -> Any:
             # Requiredness from the annotation itself: with ``from __future__ import annotations``
             # the class's ``__required_keys__`` cannot see ``Required[...]``.
             required = key in tp.__required_keys__
-            while typing.get_origin(hint) in (Required, NotRequired, typing.Required, typing.NotRequired):
+            while typing.get_origin(hint) in (
+                Required,
+                NotRequired,
+                typing.Required,
+                typing.NotRequired,
+            ):
                 required = typing.get_origin(hint) in (Required, typing.Required)
                 hint = typing.get_args(hint)[0]
             inner = strict_type(hint)

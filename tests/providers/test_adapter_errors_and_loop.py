@@ -8,6 +8,10 @@ from typing import Any
 
 import httpx2
 import pytest
+
+from openprogram import AgentContext, LoopConfig, agent_loop
+from openprogram.providers.base import Context
+from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
 from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
@@ -19,17 +23,23 @@ from tests.providers._adapters_http import (
     sse_response,
 )
 
-from openprogram import AgentContext, LoopConfig, agent_loop
-from openprogram.providers.base import Context
-from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
-
-FACTORIES = {"chat": chat_provider, "responses": responses_provider, "anthropic": anthropic_provider}
+FACTORIES = {
+    "chat": chat_provider,
+    "responses": responses_provider,
+    "anthropic": anthropic_provider,
+}
 CTX = Context(messages=[UserMessage(content="hi")])
 
 
 def error_body(api: str, status: int, message: str) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-            429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[status]
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        500: "api_error",
+        529: "overloaded_error",
+    }[status]
     if api == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
@@ -49,8 +59,14 @@ def error_body(api: str, status: int, message: str) -> dict[str, Any]:
     ],
 )
 @pytest.mark.parametrize("stream", [True, False])
-async def test_status_errors(api: str, status: int, headers: dict[str, str], retryable: bool,
-                             retry_after: float | None, stream: bool) -> None:
+async def test_status_errors(
+    api: str,
+    status: int,
+    headers: dict[str, str],
+    retryable: bool,
+    retry_after: float | None,
+    stream: bool,
+) -> None:
     rec = Recorder(json_response(error_body(api, status, f"boom {status}"), status, headers))
     events, msg = await collect(FACTORIES[api](rec, stream), CTX)
     assert [e.type for e in events] == ["start", "error"]
@@ -92,70 +108,215 @@ async def test_non_json_error_body(api: str) -> None:
 
 # -- full loop -------------------------------------------------------------------------------
 
+
 def chat_tool_round() -> bytes:
     base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    return sse([
-        {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2,'}}]}}]},
-        {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
-            {"index": 0, "function": {"arguments": ' "b": 3}'}}]}}]},
-        {**base, "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {}}]},
-    ], done=True)
+    return sse(
+        [
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": None,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": "add", "arguments": '{"a": 2,'},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": None,
+                        "delta": {
+                            "tool_calls": [{"index": 0, "function": {"arguments": ' "b": 3}'}}]
+                        },
+                    }
+                ],
+            },
+            {**base, "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {}}]},
+        ],
+        done=True,
+    )
 
 
 def chat_text_round() -> bytes:
     base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    return sse([{**base, "choices": [{"index": 0, "finish_reason": "stop", "delta": {"content": "It is 5."}}]}],
-               done=True)
+    return sse(
+        [
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "delta": {"content": "It is 5."}}
+                ],
+            }
+        ],
+        done=True,
+    )
 
 
 def responses_tool_round() -> bytes:
-    item = {"id": "fc", "type": "function_call", "call_id": "call_1", "name": "add", "arguments": "",
-            "status": "in_progress"}
-    return sse([
-        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
-        ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
-                                                    "output_index": 0, "item_id": "fc", "delta": '{"a": 2, "b": 3}'}),
-        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done",
-                                                   "output_index": 0, "item_id": "fc", "arguments": '{"a": 2, "b": 3}'}),
-        ("response.completed", {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": []}}),
-    ])
+    item = {
+        "id": "fc",
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "add",
+        "arguments": "",
+        "status": "in_progress",
+    }
+    return sse(
+        [
+            (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": 0, "item": item},
+            ),
+            (
+                "response.function_call_arguments.delta",
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "output_index": 0,
+                    "item_id": "fc",
+                    "delta": '{"a": 2, "b": 3}',
+                },
+            ),
+            (
+                "response.function_call_arguments.done",
+                {
+                    "type": "response.function_call_arguments.done",
+                    "output_index": 0,
+                    "item_id": "fc",
+                    "arguments": '{"a": 2, "b": 3}',
+                },
+            ),
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {"id": "r", "status": "completed", "output": []},
+                },
+            ),
+        ]
+    )
 
 
 def responses_text_round() -> bytes:
-    return sse([
-        ("response.output_text.delta", {"type": "response.output_text.delta", "output_index": 0,
-                                        "content_index": 0, "item_id": "m", "delta": "It is 5."}),
-        ("response.completed", {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": []}}),
-    ])
+    return sse(
+        [
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "item_id": "m",
+                    "delta": "It is 5.",
+                },
+            ),
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {"id": "r", "status": "completed", "output": []},
+                },
+            ),
+        ]
+    )
 
 
 def anthropic_round(blocks: list[tuple[str, dict[str, Any]]], stop: str) -> bytes:
-    return sse([
-        ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
-                                                                "content": [], "model": "c", "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-        *blocks,
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 2}}),
-        ("message_stop", {"type": "message_stop"}),
-    ])
+    return sse(
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "m",
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "model": "c",
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    },
+                },
+            ),
+            *blocks,
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop},
+                    "usage": {"output_tokens": 2},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
 
 
 def anthropic_tool_round() -> bytes:
-    return anthropic_round([
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "tool_use", "id": "call_1", "name": "add", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "input_json_delta", "partial_json": '{"a": 2, "b": 3}'}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    ], "tool_use")
+    return anthropic_round(
+        [
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": "call_1",
+                        "name": "add",
+                        "input": {},
+                    },
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"a": 2, "b": 3}'},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ],
+        "tool_use",
+    )
 
 
 def anthropic_text_round() -> bytes:
-    return anthropic_round([
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "It is 5."}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    ], "end_turn")
+    return anthropic_round(
+        [
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "It is 5."},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ],
+        "end_turn",
+    )
 
 
 ROUNDS = {
@@ -165,9 +326,15 @@ ROUNDS = {
 }
 
 ADD = {
-    "spec": {"name": "add", "description": "Add two integers.",
-             "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                            "required": ["a", "b"]}},
+    "spec": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
     "execute": lambda args: args["a"] + args["b"],
 }
 
@@ -177,13 +344,20 @@ async def test_full_loop_tool_round_then_text(api: str) -> None:
     tool_round, text_round = ROUNDS[api]
     rec = Recorder(sse_response(tool_round()), sse_response(text_round()))
     provider = FACTORIES[api](rec)
-    stream = agent_loop("What is 2+3?", AgentContext(system_prompt="Use tools.", tools=[ADD]),
-                        LoopConfig(provider=provider, model="m", tool_choice="auto"))
+    stream = agent_loop(
+        "What is 2+3?",
+        AgentContext(system_prompt="Use tools.", tools=[ADD]),
+        LoopConfig(provider=provider, model="m", tool_choice="auto"),
+    )
     events = [e async for e in stream]
     messages = await stream.result()
     assert stream.termination == "completed"
     assert [type(m).__name__ for m in messages] == [
-        "UserMessage", "AssistantMessage", "ToolResultMessage", "AssistantMessage"]
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+        "AssistantMessage",
+    ]
     first, result, final = messages[1], messages[2], messages[3]
     assert isinstance(first, AssistantMessage) and first.stop_reason == "toolUse"
     assert first.tool_calls[0].arguments == {"a": 2, "b": 3}
@@ -198,17 +372,25 @@ async def test_full_loop_tool_round_then_text(api: str) -> None:
         assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
         assert second["tool_choice"] == "auto"
     elif api == "responses":
-        assert second["input"][-1] == {"type": "function_call_output", "call_id": "call_1", "output": "5"}
+        assert second["input"][-1] == {
+            "type": "function_call_output",
+            "call_id": "call_1",
+            "output": "5",
+        }
     else:
         assert second["messages"][-1] == {
-            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "5"}]}
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "5"}],
+        }
         assert second["tool_choice"] == {"type": "auto"}
 
 
 @pytest.mark.parametrize("api", FACTORIES)
 async def test_loop_ends_with_error_termination_on_http_error(api: str) -> None:
     rec = Recorder(json_response(error_body(api, 401, "bad key"), 401))
-    stream = agent_loop("hi", AgentContext(tools=[ADD]), LoopConfig(provider=FACTORIES[api](rec), model="m"))
+    stream = agent_loop(
+        "hi", AgentContext(tools=[ADD]), LoopConfig(provider=FACTORIES[api](rec), model="m")
+    )
     [e async for e in stream]
     messages = await stream.result()
     assert stream.termination == "error"
@@ -228,12 +410,18 @@ async def test_blocked_real_call_escapes_the_loop(api: str) -> None:
 
     rec = Recorder()
     if api == "anthropic":
-        provider: Any = AnthropicProvider(anthropic.AsyncAnthropic(
-            api_key="k", base_url="https://api.anthropic.com", http_client=rec.client()))
+        provider: Any = AnthropicProvider(
+            anthropic.AsyncAnthropic(
+                api_key="k", base_url="https://api.anthropic.com", http_client=rec.client()
+            )
+        )
     else:
         cls = OpenAIChatProvider if api == "chat" else OpenAIResponsesProvider
-        provider = cls(openai.AsyncOpenAI(api_key="k", base_url="https://api.openai.com/v1",
-                                          http_client=rec.client()))
+        provider = cls(
+            openai.AsyncOpenAI(
+                api_key="k", base_url="https://api.openai.com/v1", http_client=rec.client()
+            )
+        )
     with guard.allow_model_requests(False):
         stream = agent_loop("hi", AgentContext(), LoopConfig(provider=provider, model="m"))
         with pytest.raises(guard.ModelRequestsBlocked):
@@ -247,8 +435,14 @@ async def test_no_tool_fields_without_tools(api: str) -> None:
     """tool_choice / parallel knobs are sent only when the request carries tools."""
     from openprogram.providers.base import StreamOptions
 
-    rounds = {"chat": chat_text_round, "responses": responses_text_round, "anthropic": anthropic_text_round}
+    rounds = {
+        "chat": chat_text_round,
+        "responses": responses_text_round,
+        "anthropic": anthropic_text_round,
+    }
     rec = Recorder(sse_response(rounds[api]()))
-    _, msg = await collect(FACTORIES[api](rec), CTX, StreamOptions(tool_choice="required", parallel_tool_calls=False))
+    _, msg = await collect(
+        FACTORIES[api](rec), CTX, StreamOptions(tool_choice="required", parallel_tool_calls=False)
+    )
     assert msg.text == "It is 5."
     assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(rec.bodies[0])

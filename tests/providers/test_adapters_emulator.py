@@ -22,15 +22,27 @@ from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import call, turn
 
 ADAPTERS = {
-    "openai_chat": lambda emu, **kw: OpenAIChatProvider(base_url=emu.openai_base_url, api_key="t", **kw),
-    "openai_responses": lambda emu, **kw: OpenAIResponsesProvider(base_url=emu.openai_base_url, api_key="t", **kw),
-    "anthropic": lambda emu, **kw: AnthropicProvider(base_url=emu.anthropic_base_url, api_key="t", **kw),
+    "openai_chat": lambda emu, **kw: OpenAIChatProvider(
+        base_url=emu.openai_base_url, api_key="t", **kw
+    ),
+    "openai_responses": lambda emu, **kw: OpenAIResponsesProvider(
+        base_url=emu.openai_base_url, api_key="t", **kw
+    ),
+    "anthropic": lambda emu, **kw: AnthropicProvider(
+        base_url=emu.anthropic_base_url, api_key="t", **kw
+    ),
 }
 CTX = Context(messages=[UserMessage(content="hi")])
 MUL = {
-    "spec": {"name": "mul", "description": "Multiply.",
-             "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                            "required": ["a", "b"]}},
+    "spec": {
+        "name": "mul",
+        "description": "Multiply.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
     "execute": lambda args: args["a"] * args["b"],
 }
 
@@ -52,11 +64,17 @@ async def _final(provider: Any, options: StreamOptions | None = None) -> Any:
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 @pytest.mark.parametrize("api", ADAPTERS)
 async def test_full_loop(api: str, stream: bool) -> None:
-    with ProviderEmulator([turn(call("mul", {"a": 6, "b": 7}), chunk_size=3), turn("It is 42.")]) as emu:
+    with ProviderEmulator(
+        [turn(call("mul", {"a": 6, "b": 7}), chunk_size=3), turn("It is 42.")]
+    ) as emu:
         async with ADAPTERS[api](emu, stream=stream) as provider:
-            run = agent_loop("6*7?", AgentContext(tools=[MUL]),
-                             LoopConfig(provider=provider, model="m", tool_choice="required",
-                                        parallel_tool_calls=False))
+            run = agent_loop(
+                "6*7?",
+                AgentContext(tools=[MUL]),
+                LoopConfig(
+                    provider=provider, model="m", tool_choice="required", parallel_tool_calls=False
+                ),
+            )
             messages = await run.result()
         emu.assert_complete()
         first_request = emu.requests[0].json
@@ -64,7 +82,9 @@ async def test_full_loop(api: str, stream: bool) -> None:
     assert isinstance(messages[2], ToolResultMessage) and messages[2].text == "42"
     assert messages[-1].text == "It is 42."
     choice = first_request["tool_choice"]
-    assert choice == {"anthropic": {"type": "any", "disable_parallel_tool_use": True}}.get(api, "required")
+    assert choice == {"anthropic": {"type": "any", "disable_parallel_tool_use": True}}.get(
+        api, "required"
+    )
 
 
 @pytest.mark.parametrize("api", ADAPTERS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.providers._adapters_http import BASE, Recorder, collect, json_response, sse, sse_response
 
 from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.providers import guard
@@ -17,6 +16,7 @@ from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import ToolResultMessage, UserMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import call, turn
+from tests.providers._adapters_http import BASE, Recorder, collect, json_response, sse, sse_response
 
 CTX = Context(messages=[UserMessage(content="hi")])
 MUL = {

@@ -12,19 +12,6 @@ import time
 from typing import Any
 
 import pytest
-from tests.providers._adapters_http import collect, types
-from tests.providers._google_aws import (
-    BedrockStub,
-    RawBody,
-    Reply,
-    aws_error,
-    bedrock_provider,
-    converse_events,
-    event_frame,
-    event_stream,
-    json_reply,
-    raw_pieces,
-)
 
 from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.cancel import CancelToken
@@ -39,6 +26,19 @@ from openprogram.types import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+)
+from tests.providers._adapters_http import collect, types
+from tests.providers._google_aws import (
+    BedrockStub,
+    RawBody,
+    Reply,
+    aws_error,
+    bedrock_provider,
+    converse_events,
+    event_frame,
+    event_stream,
+    json_reply,
+    raw_pieces,
 )
 
 CTX = Context(messages=[UserMessage(content="hi")])

@@ -19,11 +19,17 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 import yaml
-from tests.providers._adapters_http import Recorder, anthropic_provider, chat_provider, collect, responses_provider
 
 from openprogram.providers import guard
 from openprogram.providers.base import Context
 from openprogram.types import UserMessage
+from tests.providers._adapters_http import (
+    Recorder,
+    anthropic_provider,
+    chat_provider,
+    collect,
+    responses_provider,
+)
 
 CHAT = {
     "llm/test_tool_use_basic.yaml": [

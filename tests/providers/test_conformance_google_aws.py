@@ -23,12 +23,12 @@ from urllib.parse import unquote, urlsplit
 import httpx2
 import pytest
 import yaml
-from tests.providers._adapters_http import BASE, Recorder, collect
-from tests.providers._google_aws import BedrockStub, RawBody, Reply, gemini_provider
 
 from openprogram.providers import guard
 from openprogram.providers.base import Context
 from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
+from tests.providers._adapters_http import BASE, Recorder, collect
+from tests.providers._google_aws import BedrockStub, RawBody, Reply, gemini_provider
 
 MORIA = 'The secrets associated with the passwords "mellon" and "radiance" are "Welcome to Moria!" and "Life before Death" respectively.'
 NOT_FOUND = "models/this-model-does-not-exist-12345 is not found for API version v1beta"

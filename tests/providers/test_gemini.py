@@ -12,8 +12,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from tests.providers._adapters_http import Recorder, StallingStream, collect, json_response, sse_response, types
-from tests.providers._google_aws import gemini_chunk, gemini_provider, gemini_sse
 
 from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.cancel import CancelToken
@@ -28,6 +26,15 @@ from openprogram.types import (
     ToolSpec,
     UserMessage,
 )
+from tests.providers._adapters_http import (
+    Recorder,
+    StallingStream,
+    collect,
+    json_response,
+    sse_response,
+    types,
+)
+from tests.providers._google_aws import gemini_chunk, gemini_provider, gemini_sse
 
 CTX = Context(messages=[UserMessage(content="hi")])
 ADD_SPEC = ToolSpec(

@@ -42,14 +42,22 @@ def test_blocked_is_not_an_exception() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["http://127.0.0.1:8123/v1", "http://localhost:1", "http://[::1]:80", "http://127.9.9.9", "http://a.localhost"],
+    [
+        "http://127.0.0.1:8123/v1",
+        "http://localhost:1",
+        "http://[::1]:80",
+        "http://127.9.9.9",
+        "http://a.localhost",
+    ],
 )
 def test_loopback_always_passes(url: str) -> None:
     guard.set_allow_model_requests(False)
     guard.check(url)
 
 
-@pytest.mark.parametrize("url", ["http://10.0.0.1", "https://api.openai.com", "http://127.0.0.1.evil.com", ""])
+@pytest.mark.parametrize(
+    "url", ["http://10.0.0.1", "https://api.openai.com", "http://127.0.0.1.evil.com", ""]
+)
 def test_non_loopback(url: str) -> None:
     assert not guard.is_loopback(url)
 
@@ -102,7 +110,9 @@ def test_global_is_seen_by_threads_and_copied_context_carries_override() -> None
     with guard.allow_model_requests(True):
         ctx = contextvars.copy_context()
         plain = threading.Thread(target=lambda: results.append(guard.model_requests_allowed()))
-        copied = threading.Thread(target=lambda: results.append(ctx.run(guard.model_requests_allowed)))
+        copied = threading.Thread(
+            target=lambda: results.append(ctx.run(guard.model_requests_allowed))
+        )
         for thread in (plain, copied):
             thread.start()
             thread.join()

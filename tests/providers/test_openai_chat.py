@@ -7,6 +7,11 @@ from typing import Any
 
 import httpx2
 import pytest
+
+from openprogram.cancel import CancelToken
+from openprogram.providers import guard
+from openprogram.providers.base import Context, StreamOptions
+from openprogram.types import TextContent, ThinkingContent, ToolCall, ToolSpec, Usage, UserMessage
 from tests.providers._adapters_http import (
     BASE,
     Recorder,
@@ -18,11 +23,6 @@ from tests.providers._adapters_http import (
     sse_response,
     types,
 )
-
-from openprogram.cancel import CancelToken
-from openprogram.providers import guard
-from openprogram.providers.base import Context, StreamOptions
-from openprogram.types import TextContent, ThinkingContent, ToolCall, ToolSpec, Usage, UserMessage
 
 CTX = Context(messages=[UserMessage(content="hi")])
 
@@ -77,7 +77,12 @@ async def test_text_with_usage() -> None:
         usage_chunk(10, 2, cached=4),
     )
     assert types(events) == [
-        "start", "text_start", "text_delta", "text_delta", "text_end", "done",
+        "start",
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_end",
+        "done",
     ]
     assert [e.delta for e in events if e.type == "text_delta"] == ["Hel", "lo"]
     assert msg.content == [TextContent(text="Hello")]
@@ -97,8 +102,15 @@ async def test_reasoning_content_becomes_thinking() -> None:
         chunk({}, "stop"),
     )
     assert types(events) == [
-        "start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_end",
-        "text_start", "text_delta", "text_end", "done",
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "done",
     ]
     assert msg.content == [ThinkingContent(thinking="Let me think."), TextContent(text="42")]
 
@@ -112,7 +124,12 @@ async def test_one_tool_call_from_fragments() -> None:
         usage_chunk(20, 9),
     )
     assert types(events) == [
-        "start", "toolcall_start", "toolcall_delta", "toolcall_delta", "toolcall_end", "done",
+        "start",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
     ]
     assert msg.content == [ToolCall(id="call_a", name="get_weather", arguments={"city": "Paris"})]
     assert events[-2].tool_call == msg.content[0]
@@ -145,12 +162,14 @@ async def test_empty_arguments_and_invalid_json() -> None:
         chunk({}, "tool_calls"),
     )
     assert msg.content[0] == ToolCall(id="call_1", name="now", arguments={})
-    assert msg.content[1] == ToolCall(id="call_2", name="add", arguments={}, raw_arguments="{not json")
+    assert msg.content[1] == ToolCall(
+        id="call_2", name="add", arguments={}, raw_arguments="{not json"
+    )
 
 
 @pytest.mark.parametrize(
-    ("finish", "reason"), [("stop", "stop"), ("length", "length"), ("tool_calls", "toolUse"),
-                           ("content_filter", "stop")]
+    ("finish", "reason"),
+    [("stop", "stop"), ("length", "length"), ("tool_calls", "toolUse"), ("content_filter", "stop")],
 )
 async def test_stop_reasons(finish: str, reason: str) -> None:
     frames = [chunk({"content": "x"})]
@@ -190,10 +209,16 @@ async def test_non_streaming_response() -> None:
                     "role": "assistant",
                     "content": "On it.",
                     "tool_calls": [
-                        {"id": "call_9", "type": "function",
-                         "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
-                        {"id": "call_10", "type": "function",
-                         "function": {"name": "now", "arguments": ""}},
+                        {
+                            "id": "call_9",
+                            "type": "function",
+                            "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+                        },
+                        {
+                            "id": "call_10",
+                            "type": "function",
+                            "function": {"name": "now", "arguments": ""},
+                        },
                     ],
                 },
             }
@@ -214,16 +239,34 @@ async def test_non_streaming_response() -> None:
 
 
 async def test_request_carries_tools_choice_and_options() -> None:
-    tools = [ToolSpec(name="add", description="Add.", parameters={"type": "object", "properties": {}})]
+    tools = [
+        ToolSpec(name="add", description="Add.", parameters={"type": "object", "properties": {}})
+    ]
     rec = Recorder(sse_response(sse([chunk({"content": "x"}, "stop")], done=True)))
     opts = StreamOptions(
-        tool_choice={"type": "function", "name": "add"}, parallel_tool_calls=False,
-        max_tokens=50, temperature=0.2, extras={"seed": 7},
+        tool_choice={"type": "function", "name": "add"},
+        parallel_tool_calls=False,
+        max_tokens=50,
+        temperature=0.2,
+        extras={"seed": 7},
     )
-    await collect(chat_provider(rec), Context(system_prompt="Be brief.", messages=[UserMessage(content="hi")], tools=tools), opts)
+    await collect(
+        chat_provider(rec),
+        Context(system_prompt="Be brief.", messages=[UserMessage(content="hi")], tools=tools),
+        opts,
+    )
     body = rec.bodies[0]
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
-    assert body["tools"] == [{"type": "function", "function": {"name": "add", "description": "Add.", "parameters": {"type": "object", "properties": {}}}}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "add"}}
     assert body["parallel_tool_calls"] is False
     assert body["max_completion_tokens"] == 50 and body["temperature"] == 0.2 and body["seed"] == 7
@@ -233,7 +276,9 @@ async def test_bad_tool_choice_is_an_error_event_not_a_raise() -> None:
     tools = [ToolSpec(name="add")]
     rec = Recorder()
     opts = StreamOptions(tool_choice={"type": "function", "name": "nope"})
-    _, msg = await collect(chat_provider(rec), Context(messages=[UserMessage(content="x")], tools=tools), opts)
+    _, msg = await collect(
+        chat_provider(rec), Context(messages=[UserMessage(content="x")], tools=tools), opts
+    )
     assert msg.stop_reason == "error"
     assert "could not build the request" in (msg.error_message or "")
     assert rec.requests == []
@@ -275,7 +320,9 @@ async def test_guard_blocks_remote_and_passes_replay() -> None:
     from openprogram.providers.openai_chat import OpenAIChatProvider
 
     rec = Recorder(sse_response(sse([chunk({"content": "ok"}, "stop")], done=True)))
-    client = openai.AsyncOpenAI(api_key="k", base_url="https://api.openai.com/v1", http_client=rec.client())
+    client = openai.AsyncOpenAI(
+        api_key="k", base_url="https://api.openai.com/v1", http_client=rec.client()
+    )
     provider = OpenAIChatProvider(client)
     with guard.allow_model_requests(False):
         with pytest.raises(guard.ModelRequestsBlocked, match=r"api\.openai\.com"):
@@ -299,7 +346,12 @@ def test_constructor_defaults_and_lazy_client() -> None:
 async def test_error_object_inside_the_stream() -> None:
     _, events, msg = await run(
         chunk({"content": "a"}),
-        {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}},
+        {
+            "error": {
+                "message": "The server had an error while processing your request.",
+                "type": "server_error",
+            }
+        },
     )
     assert events[-1].type == "error"
     assert (msg.error_status, msg.error_retryable) == (500, True)
@@ -319,8 +371,12 @@ async def test_cancel_while_waiting_for_a_non_streaming_response() -> None:
 
     from openprogram.providers.openai_chat import OpenAIChatProvider
 
-    client = openai.AsyncOpenAI(api_key="k", base_url=BASE + "/v1", max_retries=0,
-                                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    client = openai.AsyncOpenAI(
+        api_key="k",
+        base_url=BASE + "/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
     cancel = CancelToken()
     asyncio.get_running_loop().call_later(0.05, cancel.cancel)
     provider = OpenAIChatProvider(client, stream=False)

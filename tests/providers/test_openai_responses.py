@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from openprogram.providers.base import Context, StreamOptions
+from openprogram.types import TextContent, ThinkingContent, ToolCall, ToolSpec, Usage, UserMessage
 from tests.providers._adapters_http import (
     Recorder,
     collect,
@@ -15,12 +18,18 @@ from tests.providers._adapters_http import (
     types,
 )
 
-from openprogram.providers.base import Context, StreamOptions
-from openprogram.types import TextContent, ThinkingContent, ToolCall, ToolSpec, Usage, UserMessage
-
 CTX = Context(messages=[UserMessage(content="hi")])
-RESP = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-test", "output": [],
-        "status": "in_progress", "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+RESP = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1,
+    "model": "gpt-test",
+    "output": [],
+    "status": "in_progress",
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+}
 
 
 def ev(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
@@ -30,40 +39,97 @@ def ev(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
 def completed(status: str = "completed", usage: tuple[int, int, int] = (11, 4, 0), **extra: Any):
     inp, out, cached = usage
     kind = {"completed": "response.completed", "incomplete": "response.incomplete"}[status]
-    return ev(kind, response={**RESP, "status": status, **extra, "usage": {
-        "input_tokens": inp, "output_tokens": out, "total_tokens": inp + out,
-        "input_tokens_details": {"cached_tokens": cached},
-        "output_tokens_details": {"reasoning_tokens": 0}}})
+    return ev(
+        kind,
+        response={
+            **RESP,
+            "status": status,
+            **extra,
+            "usage": {
+                "input_tokens": inp,
+                "output_tokens": out,
+                "total_tokens": inp + out,
+                "input_tokens_details": {"cached_tokens": cached},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        },
+    )
 
 
 def text_events(oi: int, pieces: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    item = {"id": f"msg_{oi}", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    item = {
+        "id": f"msg_{oi}",
+        "type": "message",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
     return [
         ev("response.output_item.added", output_index=oi, item=item),
-        ev("response.content_part.added", output_index=oi, item_id=f"msg_{oi}", content_index=0,
-           part={"type": "output_text", "text": "", "annotations": []}),
-        *[ev("response.output_text.delta", output_index=oi, item_id=f"msg_{oi}", content_index=0, delta=p)
-          for p in pieces],
-        ev("response.output_text.done", output_index=oi, item_id=f"msg_{oi}", content_index=0, text="".join(pieces)),
+        ev(
+            "response.content_part.added",
+            output_index=oi,
+            item_id=f"msg_{oi}",
+            content_index=0,
+            part={"type": "output_text", "text": "", "annotations": []},
+        ),
+        *[
+            ev(
+                "response.output_text.delta",
+                output_index=oi,
+                item_id=f"msg_{oi}",
+                content_index=0,
+                delta=p,
+            )
+            for p in pieces
+        ],
+        ev(
+            "response.output_text.done",
+            output_index=oi,
+            item_id=f"msg_{oi}",
+            content_index=0,
+            text="".join(pieces),
+        ),
         ev("response.output_item.done", output_index=oi, item={**item, "status": "completed"}),
     ]
 
 
 def call_events(oi: int, call_id: str, name: str, pieces: list[str], with_done: bool = True):
-    item = {"id": f"fc_{oi}", "type": "function_call", "call_id": call_id, "name": name,
-            "arguments": "", "status": "in_progress"}
+    item = {
+        "id": f"fc_{oi}",
+        "type": "function_call",
+        "call_id": call_id,
+        "name": name,
+        "arguments": "",
+        "status": "in_progress",
+    }
     out = [ev("response.output_item.added", output_index=oi, item=item)]
-    out += [ev("response.function_call_arguments.delta", output_index=oi, item_id=f"fc_{oi}", delta=p)
-            for p in pieces]
+    out += [
+        ev("response.function_call_arguments.delta", output_index=oi, item_id=f"fc_{oi}", delta=p)
+        for p in pieces
+    ]
     if with_done:
-        out.append(ev("response.function_call_arguments.done", output_index=oi, item_id=f"fc_{oi}",
-                      arguments="".join(pieces)))
-    out.append(ev("response.output_item.done", output_index=oi,
-                  item={**item, "arguments": "".join(pieces), "status": "completed"}))
+        out.append(
+            ev(
+                "response.function_call_arguments.done",
+                output_index=oi,
+                item_id=f"fc_{oi}",
+                arguments="".join(pieces),
+            )
+        )
+    out.append(
+        ev(
+            "response.output_item.done",
+            output_index=oi,
+            item={**item, "arguments": "".join(pieces), "status": "completed"},
+        )
+    )
     return out
 
 
-async def run(*frames: Any, stream: bool = True, ctx: Context = CTX, opts: StreamOptions | None = None):
+async def run(
+    *frames: Any, stream: bool = True, ctx: Context = CTX, opts: StreamOptions | None = None
+):
     rec = Recorder(sse_response(sse(frames)))
     events, message = await collect(responses_provider(rec, stream), ctx, opts)
     return rec, events, message
@@ -71,21 +137,47 @@ async def run(*frames: Any, stream: bool = True, ctx: Context = CTX, opts: Strea
 
 async def test_text_with_usage() -> None:
     rec, events, msg = await run(
-        ev("response.created", response=RESP), *text_events(0, ["Hel", "lo"]), completed(usage=(11, 4, 3))
+        ev("response.created", response=RESP),
+        *text_events(0, ["Hel", "lo"]),
+        completed(usage=(11, 4, 3)),
     )
     assert types(events) == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
     assert msg.content == [TextContent(text="Hello")]
     assert msg.stop_reason == "stop"
     assert msg.usage == Usage(input_tokens=8, output_tokens=4, cache_read_tokens=3)
-    assert rec.bodies[0]["stream"] is True and rec.bodies[0]["input"] == [{"role": "user", "content": "hi"}]
+    assert rec.bodies[0]["stream"] is True and rec.bodies[0]["input"] == [
+        {"role": "user", "content": "hi"}
+    ]
 
 
 async def test_reasoning_summary_becomes_thinking() -> None:
     _, _, msg = await run(
-        ev("response.output_item.added", output_index=0, item={"id": "rs_1", "type": "reasoning", "summary": []}),
-        ev("response.reasoning_summary_text.delta", output_index=0, item_id="rs_1", summary_index=0, delta="Think"),
-        ev("response.reasoning_summary_text.delta", output_index=0, item_id="rs_1", summary_index=0, delta="ing."),
-        ev("response.reasoning_summary_text.done", output_index=0, item_id="rs_1", summary_index=0, text="Thinking."),
+        ev(
+            "response.output_item.added",
+            output_index=0,
+            item={"id": "rs_1", "type": "reasoning", "summary": []},
+        ),
+        ev(
+            "response.reasoning_summary_text.delta",
+            output_index=0,
+            item_id="rs_1",
+            summary_index=0,
+            delta="Think",
+        ),
+        ev(
+            "response.reasoning_summary_text.delta",
+            output_index=0,
+            item_id="rs_1",
+            summary_index=0,
+            delta="ing.",
+        ),
+        ev(
+            "response.reasoning_summary_text.done",
+            output_index=0,
+            item_id="rs_1",
+            summary_index=0,
+            text="Thinking.",
+        ),
         *text_events(1, ["Done"]),
         completed(),
     )
@@ -136,8 +228,14 @@ async def test_incomplete_max_output_tokens_is_length() -> None:
 async def test_response_failed_and_error_event() -> None:
     _, _, msg = await run(
         *text_events(0, ["a"]),
-        ev("response.failed", response={**RESP, "status": "failed",
-                                          "error": {"code": "server_error", "message": "The server had an error"}}),
+        ev(
+            "response.failed",
+            response={
+                **RESP,
+                "status": "failed",
+                "error": {"code": "server_error", "message": "The server had an error"},
+            },
+        ),
     )
     assert msg.stop_reason == "error"
     assert msg.error_message == "API error (server_error): The server had an error"
@@ -155,14 +253,39 @@ async def test_stream_without_completed_is_an_error() -> None:
 
 
 async def test_non_streaming_response() -> None:
-    body = {**RESP, "status": "completed", "output": [
-        {"id": "rs", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan."}]},
-        {"id": "m", "type": "message", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": "Calling.", "annotations": []}]},
-        {"id": "fc", "type": "function_call", "call_id": "call_z", "name": "add",
-         "arguments": '{"a": 2, "b": 3}', "status": "completed"},
-    ], "usage": {"input_tokens": 9, "output_tokens": 6, "total_tokens": 15,
-                 "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    body = {
+        **RESP,
+        "status": "completed",
+        "output": [
+            {
+                "id": "rs",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": "Plan."}],
+            },
+            {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Calling.", "annotations": []}],
+            },
+            {
+                "id": "fc",
+                "type": "function_call",
+                "call_id": "call_z",
+                "name": "add",
+                "arguments": '{"a": 2, "b": 3}',
+                "status": "completed",
+            },
+        ],
+        "usage": {
+            "input_tokens": 9,
+            "output_tokens": 6,
+            "total_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
     rec = Recorder(json_response(body))
     _, msg = await collect(responses_provider(rec, stream=False), CTX)
     assert "stream" not in rec.bodies[0]
@@ -183,8 +306,15 @@ async def test_request_fields() -> None:
     )
     body = rec_events[0].bodies[0]
     assert body["instructions"] == "Sys."
-    assert body["tools"] == [{"type": "function", "name": "add", "description": "Add.",
-                              "parameters": {"type": "object", "properties": {}}, "strict": False}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "add",
+            "description": "Add.",
+            "parameters": {"type": "object", "properties": {}},
+            "strict": False,
+        }
+    ]
     assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is False
     assert body["max_output_tokens"] == 64
 
@@ -193,7 +323,13 @@ async def test_request_fields() -> None:
 async def test_refusal_is_text(kind: str) -> None:
     _, _, msg = await run(
         ev(kind, output_index=0, item_id="m", content_index=0, delta="I can't."),
-        ev("response.refusal.done", output_index=0, item_id="m", content_index=0, refusal="I can't."),
+        ev(
+            "response.refusal.done",
+            output_index=0,
+            item_id="m",
+            content_index=0,
+            refusal="I can't.",
+        ),
         completed(),
     )
     assert msg.content == [TextContent(text="I can't.")]

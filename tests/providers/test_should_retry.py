@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
+from openprogram.providers.base import Context, error_retryable
+from openprogram.types import UserMessage
 from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
@@ -11,9 +14,6 @@ from tests.providers._adapters_http import (
     json_response,
     responses_provider,
 )
-
-from openprogram.providers.base import Context, error_retryable
-from openprogram.types import UserMessage
 
 FACTORIES = {
     "chat": chat_provider,

@@ -23,7 +23,9 @@ TABLE = {
     ("openai_chat", "auto"): {"tool_choice": "auto"},
     ("openai_chat", "required"): {"tool_choice": "required"},
     ("openai_chat", "none"): {"tool_choice": "none"},
-    ("openai_chat", "fn"): {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+    ("openai_chat", "fn"): {
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}}
+    },
     ("openai_responses", "auto"): {"tool_choice": "auto"},
     ("openai_responses", "required"): {"tool_choice": "required"},
     ("openai_responses", "none"): {"tool_choice": "none"},
@@ -105,7 +107,11 @@ def test_tool_definitions_per_api() -> None:
     assert tool_definitions("openai_chat", TOOLS) == [
         {
             "type": "function",
-            "function": {"name": "get_weather", "description": "Weather for a city.", "parameters": SCHEMA},
+            "function": {
+                "name": "get_weather",
+                "description": "Weather for a city.",
+                "parameters": SCHEMA,
+            },
         }
     ]
     assert tool_definitions("openai_responses", TOOLS) == [
@@ -123,7 +129,11 @@ def test_tool_definitions_per_api() -> None:
     assert tool_definitions("gemini", TOOLS) == [
         {
             "functionDeclarations": [
-                {"name": "get_weather", "description": "Weather for a city.", "parametersJsonSchema": SCHEMA}
+                {
+                    "name": "get_weather",
+                    "description": "Weather for a city.",
+                    "parametersJsonSchema": SCHEMA,
+                }
             ]
         }
     ]
