@@ -20,11 +20,11 @@ import asyncio
 import contextlib
 import json
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
 from ..events import AssistantMessageEvent
-from ..types import ImageContent, TextContent, ToolCall, Usage
+from ..types import ImageContent, TextContent, ToolCall, Usage, UserMessage
 from . import guard
 from .base import (
     Context,
@@ -86,6 +86,33 @@ def data_url(image: ImageContent) -> str:
 
 def result_text(blocks: list[TextContent | ImageContent]) -> str:
     return "".join(b.text for b in blocks if isinstance(b, TextContent))
+
+
+def user_blocks(message: UserMessage) -> list[TextContent | ImageContent]:
+    """A user message's content as blocks (a plain string is one text block)."""
+    if isinstance(message.content, str):
+        return [TextContent(message.content)]
+    return list(message.content)
+
+
+def role_turns(
+    key: str,
+) -> tuple[list[dict[str, Any]], Callable[[str, list[dict[str, Any]]], None]]:
+    """An empty list of wire turns and ``add(role, blocks)`` for it.  The APIs want the roles to
+    alternate, so blocks of the same role as the previous turn join it (the tool results and
+    steering message after a batch become one user turn); no blocks, no turn.  ``key`` is the
+    field that holds the blocks (``content``, or ``parts`` for Gemini)."""
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if turns and turns[-1]["role"] == role:
+            turns[-1][key].extend(blocks)
+        else:
+            turns.append({"role": role, key: blocks})
+
+    return turns, add
 
 
 class StreamParser:

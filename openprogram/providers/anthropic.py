@@ -35,7 +35,7 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import Events, SDKProvider, StreamParser
+from ._sdk import Events, SDKProvider, StreamParser, role_turns, user_blocks
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason
 from .wire import tools_fragment
 
@@ -261,24 +261,10 @@ def _usage(raw: Any, previous: Usage) -> Usage:
 
 def anthropic_messages(context: Context) -> list[dict[str, Any]]:
     """Our history as Anthropic ``messages`` (alternating roles, user-side turns merged)."""
-    out: list[dict[str, Any]] = []
-
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-
+    out, add = role_turns("content")
     for message in context.messages:
         if isinstance(message, UserMessage):
-            parts = (
-                [TextContent(text=message.content)]
-                if isinstance(message.content, str)
-                else message.content
-            )
-            add("user", [_user_block(p) for p in parts if not _empty(p)])
+            add("user", [_user_block(p) for p in user_blocks(message) if not _empty(p)])
         elif isinstance(message, AssistantMessage):
             if message.stop_reason in ("error", "aborted"):
                 continue

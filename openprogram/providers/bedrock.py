@@ -54,7 +54,7 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import Events, SDKProvider, StreamParser
+from ._sdk import Events, SDKProvider, StreamParser, role_turns, user_blocks
 from .base import (
     Context,
     MessageBuilder,
@@ -521,24 +521,10 @@ def _convert_response(b: MessageBuilder, data: dict[str, Any]) -> Events:
 def bedrock_messages(context: Context, api: str = BedrockProvider.api) -> list[dict[str, Any]]:
     """Our history as Converse ``messages``; reasoning goes back only on messages whose
     ``api`` is ``api``."""
-    out: list[dict[str, Any]] = []
-
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-
+    out, add = role_turns("content")
     for message in context.messages:
         if isinstance(message, UserMessage):
-            parts = (
-                [TextContent(message.content)]
-                if isinstance(message.content, str)
-                else message.content
-            )
-            add("user", [p for p in map(_user_block, parts) if p])
+            add("user", [p for p in map(_user_block, user_blocks(message)) if p])
         elif isinstance(message, AssistantMessage):
             if message.stop_reason in ("error", "aborted"):
                 continue

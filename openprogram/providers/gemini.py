@@ -56,7 +56,15 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, is_transport_error, result_text
+from ._sdk import (
+    Events,
+    SDKProvider,
+    StreamParser,
+    is_transport_error,
+    result_text,
+    role_turns,
+    user_blocks,
+)
 from .base import (
     Context,
     MessageBuilder,
@@ -407,24 +415,10 @@ class GeminiStreamParser(StreamParser):
 def gemini_contents(context: Context, api: str = GeminiProvider.api) -> list[dict[str, Any]]:
     """Our history as Gemini ``contents`` (wire names; signatures as bytes, as the SDK types
     hold them).  Thinking and signatures go back only on messages whose ``api`` is ``api``."""
-    out: list[dict[str, Any]] = []
-
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
-
+    out, add = role_turns("parts")
     for message in context.messages:
         if isinstance(message, UserMessage):
-            blocks = (
-                [TextContent(message.content)]
-                if isinstance(message.content, str)
-                else message.content
-            )
-            add("user", [p for p in map(_user_part, blocks) if p])
+            add("user", [p for p in map(_user_part, user_blocks(message)) if p])
         elif isinstance(message, AssistantMessage):
             if message.stop_reason in ("error", "aborted"):
                 continue
