@@ -113,6 +113,15 @@ def _need_extra(fixture: str, *modules: str) -> None:
 
 
 @pytest.fixture
+def schema_driven_provider(request: pytest.FixtureRequest) -> Any:
+    """A ``SchemaDrivenProvider`` seeded with the test's id (so each test draws its own, repeatable
+    arguments): it calls every tool it is offered with schema-valid arguments, then finishes."""
+    from .schema_provider import SchemaDrivenProvider
+
+    return SchemaDrivenProvider(seed=request.node.nodeid)
+
+
+@pytest.fixture
 def scripted_provider() -> Iterator[ScriptedProvider]:
     """An empty strict ``ScriptedProvider``; add turns with ``.add(...)``.  At teardown an
     unexpected model call or an unplayed turn fails the test."""
