@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 
+# PyYAML's C extension cannot be imported twice: in-process pytester runs drop the modules their
+# inner session imported, so a `yaml` first imported inside one would be imported again afterwards,
+# with node classes the C parser no longer recognises ("could not determine a constructor for the
+# tag None" in later cassette loads). Importing them here keeps one copy for the whole session.
+import vcr.serializers.yamlserializer  # noqa: F401
+import yaml  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
