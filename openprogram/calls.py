@@ -2,7 +2,7 @@
 
 ``prepare`` answers everything about a call that needs no ``await`` (unknown tool, arguments that
 did not parse or validate) and calls a plain sync tool directly: the hot path.  ``invoke`` is the
-general path (extras, async bodies, timeouts, cancellation, live updates); ``settle`` awaits what
+general path (extras, async bodies, timeouts, cancellation, live updates); the loop awaits what
 a plain function returned.  Every path turns every outcome into a result the same way: an
 ``Exception`` (or a value that cannot become text) is an error result, a ``BaseException`` ends
 the run ``aborted`` (``abort_call``), a ``KeyboardInterrupt``/``SystemExit`` being re-raised after
@@ -89,7 +89,7 @@ def prepare(
     """Everything about one call that needs no ``await``: an unknown tool, argument JSON that did
     not parse and failed validation are answered here, and a plain tool (the hot path) is called
     directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what the
-    tool returned that must still be awaited (``settle``: a coroutine of an ``async def`` tool),
+    tool returned that must still be awaited (by the loop: a coroutine of an ``async def`` tool),
     or ``None``: the general path (``invoke``: extras, timeouts, cancel tokens) runs the call."""
     tool = run.tools.get(call.name)
     if tool is None:
@@ -114,7 +114,7 @@ def prepare(
         return None, tool, arguments
     # A plain sync tool runs here; so does an ``async def`` tool with nothing to watch (no
     # timeout, no cancel token, no progress callback): its coroutine is awaited inline by
-    # ``settle``, with no task, event or wait per call.
+    # the loop, with no task, event or wait per call.
     try:
         value = tool.execute(arguments)
     except Exception as exc:
@@ -280,18 +280,6 @@ async def _guard(awaitable: Awaitable[Any]) -> Any:
         raise _Escaped(exc) from None
 
 
-async def settle(run: RunState, call: ToolCall, pending: Awaitable[Any]) -> ToolResultMessage:
-    """The result of a plain function that returned an awaitable (a lambda around a coroutine,
-    say): awaited here, failures fed back like any tool's."""
-    try:
-        value = await pending
-    except Exception as exc:
-        return error_result(call.id, call.name, error_text(exc))
-    except BaseException as exc:
-        return abort_call(run, call, exc)
-    return safe_result(call.id, call.name, value)
-
-
 def safe_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
     """``make_result``, or an error result when the value cannot be turned into text (a
     structure too deep to serialise, a ``model_dump``/``__str__`` that raises): the same on
@@ -302,4 +290,4 @@ def safe_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
         return error_result(call_id, name, unserialisable_text(name, error_text(exc)))
 
 
-__all__ = ["RunState", "abort_call", "invoke", "prepare", "safe_result", "settle", "source_failed"]
+__all__ = ["RunState", "abort_call", "invoke", "prepare", "safe_result", "source_failed"]

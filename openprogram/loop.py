@@ -296,9 +296,9 @@ async def _run_loop(
                         elif isinstance(prepared, ToolResultMessage):
                             result = prepared
                         else:  # a plain function that returned an awaitable
-                            # Awaited here, not in ``settle``: a helper coroutine per call would
+                            # Awaited here, not in a helper: a helper coroutine per call would
                             # stay alive across the tool's await (docs/decisions.md,
-                            # "Concurrent runs and the collector"); failures as in ``settle``.
+                            # "Concurrent runs and the collector"); errors fed back as usual.
                             try:
                                 value = await prepared
                             except Exception as exc:

@@ -367,3 +367,12 @@ def test_schemas_are_checked_once_per_distinct_schema(monkeypatch: pytest.Monkey
     )
     parse_scenario(f"prompt: hi\nscript: [x]\ntools:\n{tools}", "s.yaml")
     assert len(calls) == 3
+
+
+def test_agentic_choices_must_name_at_least_one_label(tmp_path: Path) -> None:
+    path = tmp_path / "scenario_c.yaml"
+    path.write_text(
+        "prompt: hi\ntools:\n  - {name: d, agentic: {prompt: go, choices: []}}\nscript: [done]\n"
+    )
+    with pytest.raises(ScenarioError, match=r"scenario_c.yaml:3:\d+: .*choices"):
+        load_scenario(path)
