@@ -53,7 +53,7 @@ class RunState:
     def __init__(self, context: AgentContext, tools: list[AgentTool], config: LoopConfig) -> None:
         self.config = config
         self.context = context
-        self.tools = {t.name: t for t in tools}
+        self.tools = {t.spec.name: t for t in tools}
         self.provider_context = Context(
             system_prompt=context.system_prompt,
             messages=context.messages,

@@ -384,6 +384,26 @@ def as_agent_tool(tool: Any) -> AgentTool:
     return agent_tool
 
 
+def _offered_dict_tool(tool: Any) -> AgentTool | None:
+    """The cached AgentTool of a plain dict tool offered again unchanged, else ``None``.
+
+    The common case of ``as_agent_tool`` without its general checks (a Mapping ABC check alone
+    costs more than a dict lookup): same dict, same ``execute``, a spec equal to the copy taken
+    when it was built.  Anything else goes the general way."""
+    hit = _OFFERED.get(id(tool))
+    if (
+        hit is None
+        or hit[0] is not tool
+        or type(tool) is not dict
+        or tool.get("execute") is not hit[2]
+    ):
+        return None
+    try:
+        return hit[3] if tool.get("spec") == hit[1] else None
+    except Exception:  # a spec whose comparison raises: the general way reports it
+        return None
+
+
 def _spec_and_execute(tool: Any) -> tuple[Any, Any]:
     if isinstance(tool, Mapping):
         return tool.get("spec"), tool.get("execute")
@@ -435,12 +455,14 @@ def normalize_tools(tools: Sequence[Any] | None) -> list[AgentTool]:
     them apart)."""
     if not tools:
         return []
-    out = [as_agent_tool(t) for t in tools]
-    seen: set[str] = set()
-    for t in out:
-        if t.name in seen:
-            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
-        seen.add(t.name)
+    out = [_offered_dict_tool(t) or as_agent_tool(t) for t in tools]
+    names = {t.spec.name for t in out}
+    if len(names) < len(out):
+        seen: set[str] = set()
+        for t in out:
+            if t.spec.name in seen:
+                raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+            seen.add(t.spec.name)
     return out
 
 

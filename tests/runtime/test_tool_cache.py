@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram import tools as tools_module
@@ -43,28 +46,52 @@ def test_the_same_tool_objects_give_the_same_agent_tools() -> None:
     assert again[1] is first[1]
 
 
-def test_a_spec_changed_in_place_is_normalised_again() -> None:
+def _one_of_a_list(tool: Any) -> Any:
+    return normalize_tools([tool])[0]
+
+
+NORMALISERS = pytest.mark.parametrize(
+    "normalise", [as_agent_tool, _one_of_a_list], ids=["as_agent_tool", "normalize_tools"]
+)
+"""A tool list takes a shorter path for dict tools offered again: both must see changes."""
+
+
+@NORMALISERS
+def test_a_spec_changed_in_place_is_normalised_again(normalise: Callable[[Any], Any]) -> None:
     tool = _tool()
-    before = as_agent_tool(tool)
+    before = normalise(tool)
+    assert normalise(tool) is before
     tool["spec"]["description"] = "Add two numbers."
     tool["spec"]["parameters"]["properties"]["a"]["type"] = "number"
-    after = as_agent_tool(tool)
+    after = normalise(tool)
     assert after is not before
     assert after.spec.description == "Add two numbers."
     assert after.validate({"a": 1.5, "b": 2})[1] == []
     assert before.validate({"a": 1.5, "b": 2})[1] != []  # the old one kept the old schema
 
 
-def test_a_new_execute_or_a_new_name_is_normalised_again() -> None:
+@NORMALISERS
+def test_a_new_execute_or_a_new_name_is_normalised_again(normalise: Callable[[Any], Any]) -> None:
     tool = _tool()
-    before = as_agent_tool(tool)
+    before = normalise(tool)
     tool["execute"] = lambda args: 0
-    assert as_agent_tool(tool).execute is tool["execute"]
+    assert normalise(tool).execute is tool["execute"]
+    tool["spec"] = {**tool["spec"], "name": "plus"}
+    assert normalise(tool).name == "plus"
     obj = _ObjectTool()
-    first = as_agent_tool(obj)
+    first = normalise(obj)
     obj.spec = {**obj.spec, "name": "renamed"}
-    assert as_agent_tool(obj).name == "renamed" and first.name == "obj"
+    assert normalise(obj).name == "renamed" and first.name == "obj"
     assert before.name == "add"
+
+
+def test_the_same_cached_tool_twice_in_one_list_is_a_duplicate_name() -> None:
+    tool = _tool()
+    normalize_tools([tool])
+    with pytest.raises(ValueError, match="two tools are named 'add'"):
+        normalize_tools([tool, _tool()])
+    with pytest.raises(ValueError, match="two tools are named 'add'"):
+        normalize_tools([tool, tool])
 
 
 def test_the_cache_is_bounded() -> None:
@@ -95,7 +122,10 @@ class _RaisingEq(dict):  # type: ignore[type-arg]
     __hash__ = None  # type: ignore[assignment]
 
 
-def test_a_spec_whose_comparison_raises_is_still_normalised() -> None:
+@NORMALISERS
+def test_a_spec_whose_comparison_raises_is_still_normalised(
+    normalise: Callable[[Any], Any],
+) -> None:
     tool = {"spec": _RaisingEq(name="odd", description="", parameters={}), "execute": str}
-    assert as_agent_tool(tool).name == "odd"
-    assert as_agent_tool(tool).name == "odd"  # the cached entry cannot be compared: rebuilt
+    assert normalise(tool).name == "odd"
+    assert normalise(tool).name == "odd"  # the cached entry cannot be compared: rebuilt
