@@ -2,6 +2,9 @@
 
 ``rss NAME RUNS TOOL_ROUNDS``: import one configuration, note the peak RSS, run ``RUNS`` short
 runs (checked like in W3) and print the peak RSS before and after as JSON.
+
+``w7 NAME CLOCK SETTINGS_JSON``: import one configuration and run W7 (many concurrent runs
+against one alone) with those settings on that clock; print its row as JSON.
 """
 
 from __future__ import annotations
@@ -35,11 +38,29 @@ async def _runs(name: str, runs: int, tool_rounds: int) -> None:
     print(json.dumps({"import_peak_kib": import_peak, "peak_kib": _peak_kib(), "runs": runs}))
 
 
+async def _w7(name: str, clock: str, settings: str) -> None:
+    from .common import set_clock
+    from .frameworks import load
+    from .workloads import Settings, w7
+
+    set_clock(clock)
+    fields = json.loads(settings)
+    cfg = Settings(**{**fields, "w8_sizes": tuple(fields["w8_sizes"])})
+    fw = load(name)
+    print(json.dumps((await w7([fw], cfg))[fw.name]))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 4 and argv[0] == "rss":
         asyncio.run(_runs(argv[1], int(argv[2]), int(argv[3])))
         return 0
-    print("usage: python -m bench._child rss NAME RUNS TOOL_ROUNDS", file=sys.stderr)
+    if len(argv) == 4 and argv[0] == "w7":
+        asyncio.run(_w7(argv[1], argv[2], argv[3]))
+        return 0
+    print(
+        "usage: python -m bench._child rss NAME RUNS TOOL_ROUNDS | w7 NAME CLOCK SETTINGS_JSON",
+        file=sys.stderr,
+    )
     return 2
 
 

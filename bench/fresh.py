@@ -1,4 +1,4 @@
-"""Measurements in fresh interpreters: import time and peak RSS."""
+"""Measurements in fresh interpreters: import time, peak RSS, and W7 (concurrent runs)."""
 
 from __future__ import annotations
 
@@ -78,4 +78,21 @@ def peak_rss(names: list[str], runs: int, tool_rounds: int) -> dict[str, Any]:
             "n": 1,
             "after_import": r["import_peak_kib"] / 1024,
         }
+    return out
+
+
+def concurrent_runs(names: list[str], settings: dict[str, Any], clock: str) -> dict[str, Any]:
+    """W7 for each configuration in its own fresh interpreter, which imports only that
+    configuration.
+
+    W7 measures what runs in flight cost the cyclic collector.  A full collection walks every
+    tracked object of the process, so in the benchmark's own process (every peer imported, about
+    nine times the objects openprogram's process holds) each one cost several times more, and the
+    row measured which frameworks the benchmark had imported rather than the runtime
+    (``docs/decisions.md``, "Concurrent runs and the collector")."""
+    out: dict[str, Any] = {}
+    for name in names:
+        if name not in MODULES:
+            raise ValueError(name)
+        out[name] = _python(["-m", "bench._child", "w7", name, clock, json.dumps(settings)])
     return out
