@@ -17,7 +17,6 @@ from openprogram.types import (
     Message,
     TextContent,
     ThinkingContent,
-    ToolResultMessage,
     UserMessage,
 )
 
@@ -38,11 +37,12 @@ from .base import (
     number,
     pieces,
     text_of,
-    tool_spec,
+    tool_result,
+    tool_specs,
     user_content,
 )
 from .openai_chat import GARBLE_PREFIX
-from .sse import SSE, frame_json, frame_type, with_data
+from .sse import SSE, frame_type, json_frames, with_data
 
 __all__ = ["ERRORS", "Anthropic", "anthropic_error", "garble"]
 
@@ -183,25 +183,15 @@ class Anthropic(WireFormat):
                 rest: list[dict[str, Any]] = []
                 for b in dicts(content):
                     if b.get("type") == "tool_result":
-                        cid = str(b.get("tool_use_id") or "")
-                        messages.append(
-                            ToolResultMessage(
-                                tool_call_id=cid,
-                                tool_name=names.get(cid, ""),
-                                content=[TextContent(text=text_of(b.get("content")))],
-                                is_error=b.get("is_error") is True,
-                            )
-                        )
+                        text = text_of(b.get("content"))
+                        is_error = b.get("is_error") is True
+                        result = tool_result(names, b.get("tool_use_id"), text, is_error=is_error)
+                        messages.append(result)
                     else:
                         rest.append(b)
                 if rest:
                     messages.append(UserMessage(content=user_content(rest)))
-        tools = [
-            s
-            for t in dicts(body.get("tools"))
-            if (s := tool_spec(t.get("name"), t.get("description"), t.get("input_schema")))
-            is not None
-        ]
+        tools = tool_specs(dicts(body.get("tools")), lambda t: t.get("input_schema"))
         choice: ToolChoice | None = None
         parallel: bool | None = None
         tc = body.get("tool_choice")
@@ -260,10 +250,7 @@ def garble(frames: list[str], i: int) -> int:
     seen = 0
     target: Any = None
     done = False
-    for pos, frame in enumerate(frames):
-        payload = frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
+    for pos, frame, payload in json_frames(frames):
         kind = payload.get("type")
         if kind == "content_block_start":
             block = payload.get("content_block") or {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -16,6 +16,7 @@ from openprogram.types import (
     Message,
     TextContent,
     ToolCall,
+    ToolResultMessage,
     ToolSpec,
     Usage,
     UserContent,
@@ -166,6 +167,18 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def loads_or_none(text: str | None) -> Any:
+    """``text`` parsed as JSON, or ``None`` when there is no text or it is not JSON: recorded
+    bodies and frames may be cut short or corrupted on purpose, and their readers skip what
+    does not parse."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -235,6 +248,33 @@ def tool_spec(name: Any, description: Any, parameters: Any) -> ToolSpec | None:
     if isinstance(parameters, dict):
         spec.parameters = parameters
     return spec
+
+
+def tool_specs(
+    declarations: Iterable[dict[str, Any]], parameters: Callable[[dict[str, Any]], Any]
+) -> list[ToolSpec]:
+    """The tools a request declares: every API puts ``name`` and ``description`` in one object
+    per tool but keeps the JSON schema under its own key, which ``parameters`` picks out of that
+    object.  Nameless declarations are skipped (request parsing is lenient)."""
+    return [
+        spec
+        for d in declarations
+        if (spec := tool_spec(d.get("name"), d.get("description"), parameters(d))) is not None
+    ]
+
+
+def tool_result(
+    names: dict[str, str], call_id: Any, text: str, *, is_error: bool = False
+) -> ToolResultMessage:
+    """A tool result as a request body sends it back: the body names only the call id, so the
+    tool's name comes from ``names`` (call id → name of the assistant calls parsed before it)."""
+    cid = str(call_id or "")
+    return ToolResultMessage(
+        tool_call_id=cid,
+        tool_name=names.get(cid, ""),
+        content=[TextContent(text=text)],
+        is_error=is_error,
+    )
 
 
 def first_int(body: dict[str, Any], *keys: str) -> int | None:

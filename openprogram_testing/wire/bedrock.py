@@ -25,7 +25,6 @@ from openprogram.types import (
     TextContent,
     ThinkingContent,
     ToolCall,
-    ToolResultMessage,
     UserContent,
     UserMessage,
 )
@@ -46,7 +45,8 @@ from .base import (
     dumps,
     number,
     pieces,
-    tool_spec,
+    tool_result,
+    tool_specs,
 )
 from .eventstream import EventStream, decode_message, encode_message
 from .eventstream import Message as EventMessage
@@ -194,15 +194,10 @@ class BedrockConverse(WireFormat):
             for b in blocks:
                 result = b.get("toolResult")
                 if isinstance(result, dict):
-                    cid = str(result.get("toolUseId") or "")
-                    messages.append(
-                        ToolResultMessage(
-                            tool_call_id=cid,
-                            tool_name=names.get(cid, ""),
-                            content=[TextContent(text=_result_text(result.get("content")))],
-                            is_error=result.get("status") == "error",
-                        )
-                    )
+                    text = _result_text(result.get("content"))
+                    is_error = result.get("status") == "error"
+                    call_id = result.get("toolUseId")
+                    messages.append(tool_result(names, call_id, text, is_error=is_error))
                 elif isinstance(b.get("text"), str):
                     user.append(TextContent(text=b["text"]))
                 elif isinstance(b.get("image"), dict):
@@ -216,19 +211,8 @@ class BedrockConverse(WireFormat):
             if user:
                 messages.append(UserMessage(content=user))
         config = as_dict(body.get("toolConfig"))
-        tools = [
-            s
-            for t in dicts(config.get("tools"))
-            if isinstance(t.get("toolSpec"), dict)
-            and (
-                s := tool_spec(
-                    t["toolSpec"].get("name"),
-                    t["toolSpec"].get("description"),
-                    as_dict(t["toolSpec"].get("inputSchema")).get("json"),
-                )
-            )
-            is not None
-        ]
+        specs = (as_dict(t.get("toolSpec")) for t in dicts(config.get("tools")))
+        tools = tool_specs(specs, lambda s: as_dict(s.get("inputSchema")).get("json"))
         inference = as_dict(body.get("inferenceConfig"))
         max_tokens = inference.get("maxTokens")
         return ParsedRequest(

@@ -43,7 +43,7 @@ from .base import (
     dicts,
     number,
     pieces,
-    tool_spec,
+    tool_specs,
 )
 from .sse import SSE, frame_json, with_data
 
@@ -186,19 +186,12 @@ class Gemini(WireFormat):
                     )
             if user:
                 messages.append(UserMessage(content=user))
-        tools = [
-            s
-            for t in dicts(body.get("tools"))
-            for d in dicts(t.get("functionDeclarations"))
-            if (
-                s := tool_spec(
-                    d.get("name"),
-                    d.get("description"),
-                    d.get("parametersJsonSchema", d.get("parameters")),
-                )
-            )
-            is not None
-        ]
+        declarations = (
+            d for t in dicts(body.get("tools")) for d in dicts(t.get("functionDeclarations"))
+        )
+        tools = tool_specs(
+            declarations, lambda d: d.get("parametersJsonSchema", d.get("parameters"))
+        )
         config = as_dict(as_dict(body.get("toolConfig")).get("functionCallingConfig"))
         generation = as_dict(body.get("generationConfig"))
         max_tokens = generation.get("maxOutputTokens")

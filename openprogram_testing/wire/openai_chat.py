@@ -18,7 +18,7 @@ from openprogram.types import (
     Message,
     TextContent,
     ThinkingContent,
-    ToolResultMessage,
+    ToolSpec,
     Usage,
     UserMessage,
 )
@@ -41,12 +41,21 @@ from .base import (
     number,
     pieces,
     text_of,
-    tool_spec,
+    tool_result,
+    tool_specs,
     user_content,
 )
-from .sse import SSE, frame_data, frame_json, with_data
+from .sse import SSE, frame_data, json_frames, with_data
 
-__all__ = ["ERRORS", "GARBLE_PREFIX", "OpenAIChat", "garble", "openai_tool_choice"]
+__all__ = [
+    "ERRORS",
+    "GARBLE_PREFIX",
+    "OpenAIChat",
+    "OpenAIFormat",
+    "garble",
+    "openai_request",
+    "openai_tool_choice",
+]
 
 FINISH = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
 
@@ -108,7 +117,36 @@ def _usage(u: Usage) -> dict[str, Any]:
     }
 
 
-class OpenAIChat(WireFormat):
+def openai_request(
+    body: dict[str, Any],
+    system: list[str],
+    messages: list[Message],
+    tools: list[ToolSpec],
+    *max_tokens_keys: str,
+) -> ParsedRequest:
+    """A parsed request of either OpenAI API: they differ in how they send messages and tools
+    but spell ``tool_choice``, ``parallel_tool_calls`` and ``temperature`` alike (the output
+    limit under their own ``max_tokens_keys``, first found wins)."""
+    parallel = body.get("parallel_tool_calls")
+    return ParsedRequest(
+        system,
+        messages,
+        tools,
+        openai_tool_choice(body.get("tool_choice")),
+        parallel if isinstance(parallel, bool) else None,
+        first_int(body, *max_tokens_keys),
+        number(body.get("temperature")),
+    )
+
+
+class OpenAIFormat(WireFormat):
+    """What both OpenAI APIs answer alike: errors, as :func:`openai_error` bodies."""
+
+    def error(self, status: int, message: str | None, request_id: str, model: str) -> ErrorAnswer:
+        return ErrorAnswer(status, openai_error(status, message, model), {})
+
+
+class OpenAIChat(OpenAIFormat):
     api = "openai_chat"
     framing = SSE(named=False)
 
@@ -229,40 +267,10 @@ class OpenAIChat(WireFormat):
                     blocks.append(call)
                 messages.append(AssistantMessage(content=blocks))
             elif role == "tool":
-                cid = str(m.get("tool_call_id") or "")
-                messages.append(
-                    ToolResultMessage(
-                        tool_call_id=cid,
-                        tool_name=names.get(cid, ""),
-                        content=[TextContent(text=text_of(content))],
-                    )
-                )
-        tools = [
-            s
-            for t in dicts(body.get("tools"))
-            if isinstance(t.get("function"), dict)
-            and (
-                s := tool_spec(
-                    t["function"].get("name"),
-                    t["function"].get("description"),
-                    t["function"].get("parameters"),
-                )
-            )
-            is not None
-        ]
-        parallel = body.get("parallel_tool_calls")
-        return ParsedRequest(
-            system,
-            messages,
-            tools,
-            openai_tool_choice(body.get("tool_choice")),
-            parallel if isinstance(parallel, bool) else None,
-            first_int(body, "max_tokens", "max_completion_tokens"),
-            number(body.get("temperature")),
-        )
-
-    def error(self, status: int, message: str | None, request_id: str, model: str) -> ErrorAnswer:
-        return ErrorAnswer(status, openai_error(status, message, model), {})
+                messages.append(tool_result(names, m.get("tool_call_id"), text_of(content)))
+        functions = (as_dict(t.get("function")) for t in dicts(body.get("tools")))
+        tools = tool_specs(functions, lambda f: f.get("parameters"))
+        return openai_request(body, system, messages, tools, "max_tokens", "max_completion_tokens")
 
     def is_terminal(self, frame: str) -> bool:
         return (frame_data(frame) or "").strip() == "[DONE]"
@@ -273,10 +281,7 @@ def garble(frames: list[str], i: int) -> int:
     returns how many tool calls the stream has."""
     order: list[tuple[int, int]] = []
     garbled = False
-    for pos, frame in enumerate(frames):
-        payload = frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
+    for pos, frame, payload in json_frames(frames):
         changed = False
         for choice in payload.get("choices") or []:
             for call in (choice.get("delta") or {}).get("tool_calls") or []:
@@ -298,10 +303,7 @@ def garble(frames: list[str], i: int) -> int:
 def _last_fragment(frames: list[str], pos: int, key: tuple[int, int]) -> bool:
     """Whether frame ``pos`` holds the last argument fragment of tool call ``key`` (so a call
     whose fragments are all empty still gets garbled)."""
-    for frame in frames[pos + 1 :]:
-        payload = frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
+    for _, _, payload in json_frames(frames[pos + 1 :]):
         for choice in payload.get("choices") or []:
             for call in (choice.get("delta") or {}).get("tool_calls") or []:
                 if (choice.get("index", 0), call.get("index", 0)) == key:

@@ -15,33 +15,29 @@ from openprogram.types import (
     Message,
     TextContent,
     ThinkingContent,
-    ToolResultMessage,
     Usage,
     UserMessage,
 )
 
 from .base import (
     CREATED,
-    ErrorAnswer,
     Frame,
     ParsedRequest,
     Part,
     RenderContext,
     TextPart,
     ThinkingPart,
-    WireFormat,
     WireTurn,
     dicts,
-    first_int,
     make_call,
-    number,
     pieces,
     text_of,
-    tool_spec,
+    tool_result,
+    tool_specs,
     user_content,
 )
-from .openai_chat import GARBLE_PREFIX, openai_error, openai_tool_choice
-from .sse import SSE, frame_json, frame_type, with_data
+from .openai_chat import GARBLE_PREFIX, OpenAIFormat, openai_request
+from .sse import SSE, frame_type, json_frames, with_data
 
 __all__ = ["TERMINAL_EVENTS", "OpenAIResponses", "garble"]
 
@@ -59,7 +55,7 @@ def _usage(u: Usage) -> dict[str, Any]:
     }
 
 
-class OpenAIResponses(WireFormat):
+class OpenAIResponses(OpenAIFormat):
     api = "openai_responses"
     framing = SSE(named=True)
 
@@ -258,38 +254,15 @@ class OpenAIResponses(WireFormat):
             else:
                 current = None
                 if kind == "function_call_output":
-                    cid = str(item.get("call_id") or "")
-                    messages.append(
-                        ToolResultMessage(
-                            tool_call_id=cid,
-                            tool_name=names.get(cid, ""),
-                            content=[TextContent(text=text_of(item.get("output")))],
-                        )
-                    )
+                    text = text_of(item.get("output"))
+                    messages.append(tool_result(names, item.get("call_id"), text))
                 elif role in ("system", "developer"):
                     system.append(text_of(item.get("content")))
                 elif role == "user":
                     messages.append(UserMessage(content=user_content(item.get("content"))))
-        tools = [
-            s
-            for t in dicts(body.get("tools"))
-            if t.get("type", "function") == "function"
-            and (s := tool_spec(t.get("name"), t.get("description"), t.get("parameters")))
-            is not None
-        ]
-        parallel = body.get("parallel_tool_calls")
-        return ParsedRequest(
-            system,
-            messages,
-            tools,
-            openai_tool_choice(body.get("tool_choice")),
-            parallel if isinstance(parallel, bool) else None,
-            first_int(body, "max_output_tokens", "max_tokens"),
-            number(body.get("temperature")),
-        )
-
-    def error(self, status: int, message: str | None, request_id: str, model: str) -> ErrorAnswer:
-        return ErrorAnswer(status, openai_error(status, message, model), {})
+        functions = (t for t in dicts(body.get("tools")) if t.get("type", "function") == "function")
+        tools = tool_specs(functions, lambda t: t.get("parameters"))
+        return openai_request(body, system, messages, tools, "max_output_tokens", "max_tokens")
 
     def is_terminal(self, frame: str) -> bool:
         return frame_type(frame) in TERMINAL_EVENTS
@@ -302,10 +275,7 @@ def garble(frames: list[str], i: int) -> int:
     target: str | None = None
     target_index: int | None = None
     delta_done = False
-    for pos, frame in enumerate(frames):
-        payload = frame_json(frame)
-        if not isinstance(payload, dict):
-            continue
+    for pos, frame, payload in json_frames(frames):
         kind = payload.get("type")
         changed = False
         if kind == "response.output_item.added":

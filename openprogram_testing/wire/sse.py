@@ -8,13 +8,12 @@ recorded bodies with :func:`split_frames`: one splitter for every SSE wire forma
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Frame, dumps
+from .base import Frame, dumps, loads_or_none
 
 __all__ = [
     "SSE",
@@ -23,6 +22,7 @@ __all__ = [
     "frame_json",
     "is_sse",
     "join_frames",
+    "json_frames",
     "split_frames",
     "with_data",
 ]
@@ -63,13 +63,17 @@ def frame_data(frame: str) -> str | None:
 
 def frame_json(frame: str) -> Any:
     """The frame's data parsed as JSON (``None`` when absent or not JSON)."""
-    data = frame_data(frame)
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
+    return loads_or_none(frame_data(frame))
+
+
+def json_frames(frames: list[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """The frames whose data is a JSON object, with their positions: what the garblers read
+    and rewrite in place (``frames[pos] = with_data(frame, payload)``).  Lazy, so a frame the
+    caller inserts at ``pos`` moves the rest along as plain ``enumerate`` would."""
+    for pos, frame in enumerate(frames):
+        payload = frame_json(frame)
+        if isinstance(payload, dict):
+            yield pos, frame, payload
 
 
 def frame_type(frame: str) -> str | None:
