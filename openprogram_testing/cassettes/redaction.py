@@ -341,17 +341,22 @@ class Redactor:
         """``a=1&key=s3cret`` → ``a=1&key=REDACTED`` (order and spelling kept)."""
         out = []
         for item in query.split("&"):
-            name, sep, value = item.partition("=")
-            if (
-                sep
-                and value
-                and value != REDACTED
-                and self.rules.is_secret_param(unquote_plus(name))
-            ):
+            secret = self._secret_param(item)
+            if secret is not None:
+                name, value = secret
                 self.remember(unquote_plus(value))
                 item = f"{name}={REDACTED}"
             out.append(item)
         return "&".join(out)
+
+    def _secret_param(self, item: str) -> tuple[str, str] | None:
+        """The name and value (as written) of a ``name=value`` query item whose name is a
+        credential's and whose value is not redacted yet: what :meth:`form` redacts and
+        :meth:`leak_in_uri` reports, so the two agree on what counts."""
+        name, sep, value = item.partition("=")
+        if sep and value and value != REDACTED and self.rules.is_secret_param(unquote_plus(name)):
+            return name, value
+        return None
 
     def headers(self, headers: Mapping[str, Any]) -> dict[str, list[str]]:
         """Credential-named headers dropped (their values remembered); the rest redacted."""
@@ -461,12 +466,7 @@ class Redactor:
     def leak_in_uri(self, uri: str) -> str | None:
         query = urlsplit(uri).query
         for item in query.split("&") if query else ():
-            name, sep, value = item.partition("=")
-            if (
-                sep
-                and value
-                and value != REDACTED
-                and self.rules.is_secret_param(unquote_plus(name))
-            ):
-                return f"the credential-named query parameter {unquote_plus(name)!r}"
+            secret = self._secret_param(item)
+            if secret is not None:
+                return f"the credential-named query parameter {unquote_plus(secret[0])!r}"
         return find_leak(uri, self.secrets())

@@ -224,17 +224,23 @@ class CassetteSession:
         request = copy.copy(request)  # the caller's request stays as it is
         request.headers = self.redactor.headers(dict(request.headers.items()))
         request.uri = self.redactor.uri(request.uri)
-        body = request.body
-        if isinstance(body, bytes) and body:
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-            if text is not None:
-                redacted = self.redactor.body(text)
-                if redacted != text:
-                    request.body = redacted
+        redacted = self._redacted_body(request.body)
+        if redacted is not None:
+            request.body = redacted
         return request
+
+    def _redacted_body(self, body: Any) -> str | None:
+        """A recorded body's text with its secrets redacted, or ``None`` when that changes
+        nothing (no secret in it, or not UTF-8 text): only a changed body is written back, so
+        every other body is recorded byte for byte."""
+        if not isinstance(body, bytes) or not body:
+            return None
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        redacted = self.redactor.body(text)
+        return redacted if redacted != text else None
 
     def _before_record_response(self, response: dict[str, Any]) -> dict[str, Any]:
         if self.loading:
@@ -244,19 +250,12 @@ class CassetteSession:
         response["headers"] = headers_as_lists(response.get("headers") or {})
         response = decode_response(response)
         response["headers"] = self.redactor.headers(response.get("headers") or {})
-        body = response.get("body", {}).get("string")
-        if isinstance(body, bytes):
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-            if text is not None:
-                redacted = self.redactor.body(text)
-                if redacted != text:
-                    response["body"]["string"] = redacted.encode("utf-8")
-                    for name in response["headers"]:
-                        if name.lower() == "content-length":
-                            response["headers"][name] = [str(len(response["body"]["string"]))]
+        redacted = self._redacted_body(response.get("body", {}).get("string"))
+        if redacted is not None:
+            response["body"]["string"] = redacted.encode("utf-8")
+            for name in response["headers"]:
+                if name.lower() == "content-length":
+                    response["headers"][name] = [str(len(response["body"]["string"]))]
         self._recorded += 1
         from ..emulator.plan import EXHAUSTED_HEADER
 
