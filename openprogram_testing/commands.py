@@ -120,9 +120,19 @@ def pytest_args(
     return args
 
 
+ScenarioPaths = Annotated[list[Path], typer.Argument(help="Scenario files or directories.")]
+"""The scenario files and directories ``run`` and ``validate`` take."""
+
+ImportRoots = Annotated[
+    list[Path] | None,
+    typer.Option("--import-root", help="Look up scenario import: paths here (repeatable)."),
+]
+"""``--import-root``: one option, spelled and explained alike for ``run`` and ``validate``."""
+
+
 @app.command()
 def run(
-    paths: Annotated[list[Path], typer.Argument(help="Scenario files or directories.")],
+    paths: ScenarioPaths,
     keyword: Annotated[
         str | None, typer.Option("-k", help="Only scenarios matching this pytest -k expression.")
     ] = None,
@@ -155,10 +165,7 @@ def run(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Print the timeline of every scenario.")
     ] = False,
-    import_root: Annotated[
-        list[Path] | None,
-        typer.Option("--import-root", help="Look up scenario import: paths here (repeatable)."),
-    ] = None,
+    import_root: ImportRoots = None,
 ) -> None:
     """Run scenarios through pytest and print a report; exit 1 if any failed."""
     import pytest
@@ -235,11 +242,8 @@ def _write_results(results_dir: Path, reporter: Any) -> None:
 
 @app.command()
 def validate(
-    paths: Annotated[list[Path], typer.Argument(help="Scenario files or directories.")],
-    import_root: Annotated[
-        list[Path] | None,
-        typer.Option("--import-root", help="Look up scenario import: paths here (repeatable)."),
-    ] = None,
+    paths: ScenarioPaths,
+    import_root: ImportRoots = None,
 ) -> None:
     """Check scenario files without running them; exit 1 if any is invalid."""
     files = discover(paths)
@@ -380,13 +384,9 @@ def _body_text(body: Any) -> str | None:
 
 
 def _json_body(body: Any) -> Any:
-    text = _body_text(body)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    from .wire.base import loads_or_none
+
+    return loads_or_none(_body_text(body))
 
 
 def _describe_request(body: dict[str, Any]) -> list[str]:
@@ -411,7 +411,7 @@ def _describe_response(response: dict[str, Any]) -> list[str]:
     text = _body_text(response.get("body"))
     if text is None:
         return ["(no body)"]
-    from .wire.sse import frame_data, frame_event, split_frames
+    from .wire.sse import frame_data, frame_event, frame_json, split_frames
 
     if "data:" not in text:
         return [_clip(text, 300)]
@@ -421,10 +421,7 @@ def _describe_response(response: dict[str, Any]) -> list[str]:
     for frame in frames:
         event = frame_event(frame)
         data = frame_data(frame)
-        try:
-            payload = json.loads(data) if data and data != "[DONE]" else None
-        except ValueError:
-            payload = None
+        payload = frame_json(frame)  # None for [DONE] too: it is not JSON
         kind = (
             event
             or (payload.get("object") if isinstance(payload, dict) else None)
