@@ -11,6 +11,7 @@ import gc
 import importlib.util
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -313,18 +314,19 @@ async def w5(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
     return rows, None
 
 
-# -- W6: the loop property suite -----------------------------------------------------------------
+# -- W6 and W9: property throughput ------------------------------------------------------------
 
 W6_EXAMPLES = 300
 
 
-def _w6_sample(examples: int) -> tuple[float, int]:
-    """Run the loop property (generate a scenario, run it through the real loop, check the
-    invariants, the spec's rules and the reference model's prediction) for ``examples``
-    examples; returns examples/s and the number run."""
+def _property_rate(
+    workload: str, strategy: Any, check: Callable[[Any, asyncio.Runner], None], examples: int
+) -> tuple[float, int]:
+    """Time ``check`` over ``examples`` draws of ``strategy`` (derandomized, generate phase
+    only, no database, deadline or health checks: a throughput measure, so every sample draws
+    the same examples and nothing but the property runs); ``check`` gets the event loop runner
+    the examples share.  Returns examples/s and the number run."""
     from hypothesis import HealthCheck, Phase, given, settings
-
-    from openprogram_testing.strategies import check_run, scenarios
 
     count = [0]
     runner = asyncio.Runner()
@@ -337,10 +339,10 @@ def _w6_sample(examples: int) -> tuple[float, int]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(generated=scenarios())
-    def prop(generated: Any) -> None:
+    @given(strategy)
+    def prop(value: Any) -> None:
         count[0] += 1
-        check_run(generated, generated.run_sync(runner=runner))
+        check(value, runner)
 
     try:
         start = now_ns()
@@ -349,11 +351,16 @@ def _w6_sample(examples: int) -> tuple[float, int]:
     finally:
         runner.close()
     if count[0] == 0:
-        raise BenchError("W6: the property ran no example")
+        raise BenchError(f"{workload}: the property ran no example")
     return count[0] / (elapsed / 1e9), count[0]
 
 
-async def w6(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
+async def _property_workload(
+    cfg: Settings, sample: Callable[[int], tuple[float, int]], note: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """A property workload's row: up to three samples of :data:`W6_EXAMPLES` examples (10 in a
+    quick run), taken in a thread because each sample runs its own event loop, which cannot
+    start inside the benchmark's; ``note`` follows the examples count."""
     reason = _missing("hypothesis", "openprogram_testing.strategies")
     if reason:
         return None, reason
@@ -361,14 +368,30 @@ async def w6(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
     repeats = max(1, min(cfg.samples, 3))
 
     def samples() -> list[tuple[float, int]]:
-        return [_w6_sample(examples) for _ in range(repeats)]
+        return [sample(examples) for _ in range(repeats)]
 
     values = await asyncio.to_thread(samples)
     row = {
         **summarize([v[0] for v in values]).as_dict(),
-        "note": f"{values[0][1]} examples/sample, derandomized",
+        "note": f"{values[0][1]} examples/sample, {note}",
     }
     return {"openprogram": row}, None
+
+
+def _w6_sample(examples: int) -> tuple[float, int]:
+    """Run the loop property (generate a scenario, run it through the real loop, check the
+    invariants, the spec's rules and the reference model's prediction) for ``examples``
+    examples; returns examples/s and the number run."""
+    from openprogram_testing.strategies import check_run, scenarios
+
+    def check(generated: Any, runner: asyncio.Runner) -> None:
+        check_run(generated, generated.run_sync(runner=runner))
+
+    return _property_rate("W6", scenarios(), check, examples)
+
+
+async def w6(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
+    return await _property_workload(cfg, _w6_sample, "derandomized")
 
 
 # -- W9: schema-derived property examples ---------------------------------------------------------
@@ -392,27 +415,13 @@ def _w9_sample(examples: int) -> tuple[float, int]:
     """The schema-derived property: draw a labelled call of the five-field tool (valid or a
     near miss), run it through the real loop and check the loop answered exactly as labelled;
     returns examples/s and the number run."""
-    from hypothesis import HealthCheck, Phase, given, settings
-
     from openprogram_testing.scripted import ScriptedProvider, turn
     from openprogram_testing.strategies import SchemaCall, schema_calls
     from openprogram_testing.trace import run_loop
 
     tool = {"spec": {"name": "book", "parameters": W9_SCHEMA}, "execute": lambda args: "booked"}
-    count = [0]
-    runner = asyncio.Runner()
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(call=schema_calls(tool))
-    def prop(call: SchemaCall) -> None:
-        count[0] += 1
+    def check(call: SchemaCall, runner: asyncio.Runner) -> None:
         provider = ScriptedProvider([turn(call.scripted()), "done"])
         trace = runner.get_loop().run_until_complete(run_loop(provider, ["go"], tools=[tool]))
         (result,) = trace.tool_results
@@ -421,33 +430,11 @@ def _w9_sample(examples: int) -> tuple[float, int]:
         ):
             raise BenchError(f"W9: {call.label} call answered {result.text!r}")
 
-    try:
-        start = now_ns()
-        prop()
-        elapsed = now_ns() - start
-    finally:
-        runner.close()
-    if count[0] == 0:
-        raise BenchError("W9: the property ran no example")
-    return count[0] / (elapsed / 1e9), count[0]
+    return _property_rate("W9", schema_calls(tool), check, examples)
 
 
 async def w9(cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
-    reason = _missing("hypothesis", "openprogram_testing.strategies")
-    if reason:
-        return None, reason
-    examples = W6_EXAMPLES if cfg.samples > 3 else 10
-    repeats = max(1, min(cfg.samples, 3))
-
-    def samples() -> list[tuple[float, int]]:
-        return [_w9_sample(examples) for _ in range(repeats)]
-
-    values = await asyncio.to_thread(samples)
-    row = {
-        **summarize([v[0] for v in values]).as_dict(),
-        "note": f"{values[0][1]} examples/sample, derandomized, five typed fields",
-    }
-    return {"openprogram": row}, None
+    return await _property_workload(cfg, _w9_sample, "derandomized, five typed fields")
 
 
 async def run(key: str, cfg: Settings) -> tuple[dict[str, Any] | None, str | None]:
