@@ -117,10 +117,8 @@ def prepare(
     # the loop, with no task, event or wait per call.
     try:
         value = tool.execute(arguments)
-    except Exception as exc:
-        return error_result(call.id, call.name, error_text(exc)), tool, arguments
     except BaseException as exc:
-        return abort_call(run, call, exc), tool, arguments
+        return raised_result(run, call, exc), tool, arguments
     if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
         return value, tool, arguments
     try:
@@ -139,6 +137,18 @@ def source_failed(run: RunState, exc: BaseException) -> None:
     run.failed = isinstance(exc, Exception)
     if run.reraise is None:
         run.reraise = exc
+
+
+def raised_result(run: RunState, call: ToolCall, exc: BaseException) -> ToolResultMessage:
+    """The result of a tool call whose body raised ``exc``, decided here once for every path
+    (sync, async, timed): an ``Exception`` is an error result the model reads; anything else
+    (cancellation, ``KeyboardInterrupt``/``SystemExit``, also when ``_guard`` carried one out of
+    the tool's task) aborts the call (``abort_call``)."""
+    if isinstance(exc, _Escaped):
+        return abort_call(run, call, exc.inner)
+    if isinstance(exc, Exception):
+        return error_result(call.id, call.name, error_text(exc))
+    return abort_call(run, call, exc)
 
 
 def abort_call(run: RunState, call: ToolCall, exc: BaseException) -> ToolResultMessage:
@@ -203,11 +213,8 @@ async def invoke(
                     )
                 outcome.append(safe_result(call.id, call.name, value))
                 return
-    except Exception as exc:
-        outcome.append(error_result(call.id, call.name, error_text(exc)))
-        return
     except BaseException as exc:
-        outcome.append(abort_call(run, call, exc))
+        outcome.append(raised_result(run, call, exc))
         return
 
     deadline = None if timeout is None else loop.time() + timeout
@@ -248,17 +255,8 @@ async def invoke(
 
     try:
         value = future.result()
-    except asyncio.CancelledError as exc:
-        outcome.append(abort_call(run, call, exc))
-        return
-    except _Escaped as exc:
-        outcome.append(abort_call(run, call, exc.inner))
-        return
-    except Exception as exc:
-        outcome.append(error_result(call.id, call.name, error_text(exc)))
-        return
     except BaseException as exc:
-        outcome.append(abort_call(run, call, exc))
+        outcome.append(raised_result(run, call, exc))
         return
     outcome.append(safe_result(call.id, call.name, value))
 
@@ -290,4 +288,12 @@ def safe_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
         return error_result(call_id, name, unserialisable_text(name, error_text(exc)))
 
 
-__all__ = ["RunState", "abort_call", "invoke", "prepare", "safe_result", "source_failed"]
+__all__ = [
+    "RunState",
+    "abort_call",
+    "invoke",
+    "prepare",
+    "raised_result",
+    "safe_result",
+    "source_failed",
+]
