@@ -13,6 +13,9 @@ and depth of an enclosing ``exec``) are inherited and nothing deadlocks.
 Exceptions come back as they were raised by the awaitable: they are never chained to the
 ``RuntimeError: no running event loop`` used to find out whether a loop runs.
 
+``sync_twin(async_method, name, doc)`` makes a sync method of an async one through ``run_sync``
+(``Runtime.exec`` of ``Runtime.aexec``), with the async one's parameter list.
+
 ``run_in_daemon_thread`` runs a blocking callable on a *daemon* worker thread and returns an
 asyncio future for its outcome.  The loop uses it for sync tools with ``tool_timeout_s``: a tool
 that never returns is abandoned after its time limit and its thread must not keep the interpreter
@@ -25,13 +28,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 T = TypeVar("T")
+S = TypeVar("S")
+P = ParamSpec("P")
 
 LEFTOVER_GRACE_S = 1.0
 """How long ``run_sync`` waits for tasks the awaitable left behind (after cancelling them)
@@ -64,6 +70,28 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
     if not running:
         return run_on_thread_loop(_as_coroutine(make()))
     return _run_on_helper_thread(contextvars.copy_context(), make)
+
+
+def sync_twin(
+    async_method: Callable[Concatenate[S, P], Awaitable[T]], name: str, doc: str
+) -> Callable[Concatenate[S, P], T]:
+    """The sync twin of an async method: a method with the same parameters and result that runs
+    the instance's own ``async_method`` (a subclass override included) through ``run_sync``.
+    Its parameter list is the async one's (for type checkers and ``inspect.signature`` alike),
+    so the two entry points cannot drift apart; ``name`` and ``doc`` are the twin's own
+    (``exec = sync_twin(aexec, "exec", ...)`` in the class body)."""
+    attribute = getattr(async_method, "__name__", "")
+
+    @functools.wraps(async_method)
+    def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        method: Callable[P, Awaitable[T]] = getattr(self, attribute)
+        return run_sync(lambda: method(*args, **kwargs))
+
+    owner = getattr(async_method, "__qualname__", "").rpartition(".")[0]
+    twin.__name__ = name
+    twin.__qualname__ = f"{owner}.{name}" if owner else name
+    twin.__doc__ = doc
+    return twin
 
 
 async def _await(awaitable: Awaitable[T]) -> T:
@@ -251,4 +279,10 @@ def run_in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
     return future
 
 
-__all__ = ["LEFTOVER_GRACE_S", "run_in_daemon_thread", "run_on_thread_loop", "run_sync"]
+__all__ = [
+    "LEFTOVER_GRACE_S",
+    "run_in_daemon_thread",
+    "run_on_thread_loop",
+    "run_sync",
+    "sync_twin",
+]

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from ._sync import run_sync
+from ._sync import sync_twin
 from .cancel import CancelToken
 from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
 from .events import AgentEvent, ToolExecutionStart
@@ -219,41 +219,7 @@ class Runtime:
         """Empty both queues; returns what they held ``(steering, follow_ups)``."""
         return self._steering.clear(), self._follow_ups.clear()
 
-    # -- sync -----------------------------------------------------------------------------------
-    def exec(
-        self,
-        content: str | UserMessage | Sequence[str | UserMessage],
-        tools: Sequence[Any] | None = None,
-        toolset: str | None = None,
-        tools_source: str | None = None,
-        tools_allow: Sequence[str] | None = None,
-        tools_deny: Sequence[str] | None = None,
-        tool_choice: ToolChoice | None = "auto",
-        parallel_tool_calls: bool | None = None,
-        max_iterations: int | None = None,
-        choices: Sequence[Any] | None = None,
-        *,
-        cancel: CancelToken | None = None,
-    ) -> Any:
-        """Sync twin of ``aexec`` (same arguments, same result, same errors), run through
-        ``openprogram.run_sync``: safe with or without a running event loop in this thread."""
-        return run_sync(
-            lambda: self.aexec(
-                content,
-                tools,
-                toolset,
-                tools_source,
-                tools_allow,
-                tools_deny,
-                tool_choice,
-                parallel_tool_calls,
-                max_iterations,
-                choices,
-                cancel=cancel,
-            )
-        )
-
-    # -- async ----------------------------------------------------------------------------------
+    # -- async and sync ---------------------------------------------------------------------------
     async def aexec(
         self,
         content: str | UserMessage | Sequence[str | UserMessage],
@@ -344,6 +310,13 @@ class Runtime:
             _current_cancel.reset(reset_cancel)
             _current_depth.reset(reset_depth)
             _current_tools.reset(reset_tools)
+
+    exec = sync_twin(
+        aexec,
+        "exec",
+        """Sync twin of ``aexec`` (same arguments, same result, same errors), run through
+        ``openprogram.run_sync``: safe with or without a running event loop in this thread.""",
+    )
 
     # -- internals --------------------------------------------------------------------------------
     def _config(
@@ -475,20 +448,22 @@ def _with_queue(queue: MessageQueue, source: MessageSource | None) -> MessageSou
     if wants_poll_point(source):
 
         async def with_point(point: Any) -> list[UserMessage | str]:
-            value = source(point)
-            if inspect.isawaitable(value):
-                value = await value
-            return [*(value or ()), *queue.take()]
+            return await _then_queue(source(point), queue)
 
         return with_point
 
     async def bare() -> list[UserMessage | str]:
-        value = source()
-        if inspect.isawaitable(value):
-            value = await value
-        return [*(value or ()), *queue.take()]
+        return await _then_queue(source(), queue)
 
     return bare
+
+
+async def _then_queue(polled: Any, queue: MessageQueue) -> list[UserMessage | str]:
+    """What a configured source returned (awaited if it is awaitable), then one drain of
+    ``queue``: the two sources of ``_with_queue`` differ only in how the source is called."""
+    if inspect.isawaitable(polled):
+        polled = await polled
+    return [*(polled or ()), *queue.take()]
 
 
 def _user_messages(
