@@ -24,7 +24,17 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
 from ..events import AssistantMessageEvent
-from ..types import ImageContent, TextContent, ToolCall, Usage, UserMessage
+from ..types import (
+    AssistantContent,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
 from . import guard
 from .base import (
     Context,
@@ -34,6 +44,7 @@ from .base import (
     error_text,
     parse_retry_after,
 )
+from .wire import WireAPI, tools_fragment
 
 __all__ = [
     "STREAM_ENDED",
@@ -84,35 +95,64 @@ def data_url(image: ImageContent) -> str:
     return f"data:{image.mime_type};base64,{image.data_b64}"
 
 
-def result_text(blocks: list[TextContent | ImageContent]) -> str:
-    return "".join(b.text for b in blocks if isinstance(b, TextContent))
-
-
-def user_blocks(message: UserMessage) -> list[TextContent | ImageContent]:
-    """A user message's content as blocks (a plain string is one text block)."""
+def openai_user_message(
+    message: UserMessage, part: Callable[[UserContent], dict[str, Any]]
+) -> dict[str, Any]:
+    """A user message as both OpenAI APIs take it: a plain string as is, blocks as a list of
+    the API's ``part``s."""
     if isinstance(message.content, str):
-        return [TextContent(message.content)]
-    return list(message.content)
+        return {"role": "user", "content": message.content}
+    return {"role": "user", "content": [part(p) for p in message.content]}
 
 
 def role_turns(
-    key: str,
-) -> tuple[list[dict[str, Any]], Callable[[str, list[dict[str, Any]]], None]]:
-    """An empty list of wire turns and ``add(role, blocks)`` for it.  The APIs want the roles to
-    alternate, so blocks of the same role as the previous turn join it (the tool results and
-    steering message after a batch become one user turn); no blocks, no turn.  ``key`` is the
-    field that holds the blocks (``content``, or ``parts`` for Gemini)."""
+    context: Context,
+    api: str,
+    user_part: Callable[[UserContent], dict[str, Any] | None],
+    assistant_part: Callable[[AssistantContent, bool], dict[str, Any] | None],
+    tool_result: Callable[[ToolResultMessage], list[dict[str, Any]]],
+    *,
+    parts_key: str = "content",
+    assistant_role: str = "assistant",
+) -> list[dict[str, Any]]:
+    """Our history as the alternating-role turns of Anthropic, Gemini and Bedrock, which walk
+    it alike and differ only in how one part is spelled.
+
+    A user message's blocks (a plain string is one text block) become ``user_part``s; an
+    assistant message's blocks ``assistant_part``s, told whether the message came from this
+    same ``api`` (only then may its signatures go back); a tool result the parts
+    ``tool_result`` makes of it, in a user turn.  Empty parts are dropped, and so are
+    assistant messages that ended in ``error``/``aborted``.  The APIs want the roles to
+    alternate, so parts of the same role as the previous turn join it (the tool results and
+    steering message after a batch become one user turn); no parts, no turn.  ``parts_key``
+    is the field that holds the parts and ``assistant_role`` the role of the model's turns
+    (Gemini: ``parts`` and ``model``)."""
     turns: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
             return
         if turns and turns[-1]["role"] == role:
-            turns[-1][key].extend(blocks)
+            turns[-1][parts_key].extend(parts)
         else:
-            turns.append({"role": role, key: blocks})
+            turns.append({"role": role, parts_key: parts})
 
-    return turns, add
+    for message in context.messages:
+        if isinstance(message, UserMessage):
+            blocks = (
+                [TextContent(message.content)]
+                if isinstance(message.content, str)
+                else message.content
+            )
+            add("user", [p for p in map(user_part, blocks) if p])
+        elif isinstance(message, AssistantMessage):
+            if message.stop_reason in ("error", "aborted"):
+                continue
+            own = message.api == api
+            add(assistant_role, [p for b in message.content if (p := assistant_part(b, own))])
+        elif isinstance(message, ToolResultMessage):
+            add("user", tool_result(message))
+    return turns
 
 
 class StreamParser:
@@ -425,7 +465,39 @@ def openai_usage(raw: Any, input_key: str, output_key: str) -> Usage:
 
 
 class OpenAISDKProvider(SDKProvider):
-    """What both OpenAI adapters share: the ``openai`` SDK's client and error classes."""
+    """What both OpenAI adapters share: the ``openai`` SDK's client (``AsyncOpenAI``) and error
+    classes, and a request that differs between the two APIs only in the fields carrying the
+    conversation (``_history``), the wire format of the tools and the name of the output-token
+    limit.
+
+    ``OpenAIChatProvider(client=None, *, api_key=None, base_url=None, stream=True,
+    max_retries=0, **client_kwargs)``, likewise ``OpenAIResponsesProvider``: see
+    :class:`SDKProvider`.
+    """
+
+    provider_name = "openai"
+    wire_api: ClassVar[WireAPI]
+    max_tokens_field: ClassVar[str]
+
+    def _history(self, context: Context) -> dict[str, Any]:
+        """The request fields that carry the system prompt and the messages."""
+        raise NotImplementedError
+
+    def build_request(self, model: str, context: Context, options: StreamOptions) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": model,
+            **self._history(context),
+            **tools_fragment(
+                self.wire_api, context.tools, options.tool_choice, options.parallel_tool_calls
+            ),
+        }
+        if options.max_tokens is not None:
+            params[self.max_tokens_field] = options.max_tokens
+        if options.temperature is not None:
+            params["temperature"] = options.temperature
+        if options.extras:
+            params["extra_body"] = dict(options.extras)
+        return params
 
     def _make_client(self, **kwargs: Any) -> Any:
         from openai import AsyncOpenAI

@@ -26,16 +26,14 @@ from typing import Any
 
 from ..events import AssistantMessageEvent
 from ..types import (
-    AssistantMessage,
     ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     Usage,
-    UserMessage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, role_turns, user_blocks
+from ._sdk import Events, SDKProvider, StreamParser, role_turns
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason
 from .wire import tools_fragment
 
@@ -261,42 +259,34 @@ def _usage(raw: Any, previous: Usage) -> Usage:
 
 def anthropic_messages(context: Context) -> list[dict[str, Any]]:
     """Our history as Anthropic ``messages`` (alternating roles, user-side turns merged)."""
-    out, add = role_turns("content")
-    for message in context.messages:
-        if isinstance(message, UserMessage):
-            add("user", [_user_block(p) for p in user_blocks(message) if not _empty(p)])
-        elif isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
-                continue
-            add("assistant", [b for b in map(_assistant_block, message.content) if b])
-        elif isinstance(message, ToolResultMessage):
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-            if any(isinstance(p, ImageContent) for p in message.content):
-                block["content"] = [_user_block(p) for p in message.content if not _empty(p)]
-            else:
-                text = "".join(p.text for p in message.content if isinstance(p, TextContent))
-                if text:  # an empty result is sent without content (empty text is rejected)
-                    block["content"] = text
-            if message.is_error:
-                block["is_error"] = True
-            add("user", [block])
-    return out
+    return role_turns(context, AnthropicProvider.api, _user_block, _assistant_block, _tool_result)
 
 
-def _empty(part: TextContent | ImageContent) -> bool:
-    return isinstance(part, TextContent) and not part.text
+def _tool_result(message: ToolResultMessage) -> list[dict[str, Any]]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    if any(isinstance(p, ImageContent) for p in message.content):
+        block["content"] = [p for p in map(_user_block, message.content) if p]
+    elif message.text:  # an empty result is sent without content (empty text is rejected)
+        block["content"] = message.text
+    if message.is_error:
+        block["is_error"] = True
+    return [block]
 
 
-def _user_block(part: TextContent | ImageContent) -> dict[str, Any]:
+def _user_block(part: TextContent | ImageContent) -> dict[str, Any] | None:
     if isinstance(part, ImageContent):
         return {
             "type": "image",
             "source": {"type": "base64", "media_type": part.mime_type, "data": part.data_b64},
         }
-    return {"type": "text", "text": part.text}
+    return {"type": "text", "text": part.text} if part.text else None
 
 
-def _assistant_block(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
+def _assistant_block(
+    block: TextContent | ThinkingContent | ToolCall, own: bool
+) -> dict[str, Any] | None:
+    """A block of an assistant message as Anthropic takes it back: signed thinking goes back
+    whichever adapter produced it (``own`` is not needed), unsigned thinking is dropped."""
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ThinkingContent):

@@ -45,16 +45,14 @@ from typing import Any
 
 from ..events import AssistantMessageEvent
 from ..types import (
-    AssistantMessage,
     ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     Usage,
-    UserMessage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, role_turns, user_blocks
+from ._sdk import Events, SDKProvider, StreamParser, role_turns
 from .base import (
     Context,
     MessageBuilder,
@@ -521,24 +519,17 @@ def _convert_response(b: MessageBuilder, data: dict[str, Any]) -> Events:
 def bedrock_messages(context: Context, api: str = BedrockProvider.api) -> list[dict[str, Any]]:
     """Our history as Converse ``messages``; reasoning goes back only on messages whose
     ``api`` is ``api``."""
-    out, add = role_turns("content")
-    for message in context.messages:
-        if isinstance(message, UserMessage):
-            add("user", [p for p in map(_user_block, user_blocks(message)) if p])
-        elif isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
-                continue
-            own = message.api == api
-            add("assistant", [p for blk in message.content if (p := _assistant_block(blk, own))])
-        elif isinstance(message, ToolResultMessage):
-            content = [p for p in map(_user_block, message.content) if p]
-            result: dict[str, Any] = {
-                "toolUseId": message.tool_call_id,
-                "content": content or [{"text": "(no output)"}],
-                "status": "error" if message.is_error else "success",
-            }
-            add("user", [{"toolResult": result}])
-    return out
+    return role_turns(context, api, _user_block, _assistant_block, _tool_result)
+
+
+def _tool_result(message: ToolResultMessage) -> list[dict[str, Any]]:
+    content = [p for p in map(_user_block, message.content) if p]
+    result: dict[str, Any] = {
+        "toolUseId": message.tool_call_id,
+        "content": content or [{"text": "(no output)"}],
+        "status": "error" if message.is_error else "success",
+    }
+    return [{"toolResult": result}]
 
 
 def _user_block(part: TextContent | ImageContent) -> dict[str, Any]:

@@ -47,23 +47,19 @@ from typing import Any
 
 from ..events import AssistantMessageEvent
 from ..types import (
-    AssistantMessage,
     ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     Usage,
-    UserMessage,
 )
 from ._sdk import (
     Events,
     SDKProvider,
     StreamParser,
     is_transport_error,
-    result_text,
     role_turns,
-    user_blocks,
 )
 from .base import (
     Context,
@@ -415,30 +411,31 @@ class GeminiStreamParser(StreamParser):
 def gemini_contents(context: Context, api: str = GeminiProvider.api) -> list[dict[str, Any]]:
     """Our history as Gemini ``contents`` (wire names; signatures as bytes, as the SDK types
     hold them).  Thinking and signatures go back only on messages whose ``api`` is ``api``."""
-    out, add = role_turns("parts")
-    for message in context.messages:
-        if isinstance(message, UserMessage):
-            add("user", [p for p in map(_user_part, user_blocks(message)) if p])
-        elif isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
-                continue
-            own = message.api == api
-            add("model", [p for b in message.content if (p := _model_part(b, own))])
-        elif isinstance(message, ToolResultMessage):
-            text = result_text(message.content)
-            response = {"error": text} if message.is_error else {"output": text}
-            parts: list[dict[str, Any]] = [
-                {
-                    "functionResponse": {
-                        "id": message.tool_call_id,
-                        "name": message.tool_name,
-                        "response": response,
-                    }
-                }
-            ]
-            parts += [_user_part(p) for p in message.content if isinstance(p, ImageContent)]
-            add("user", parts)
-    return out
+    return role_turns(
+        context,
+        api,
+        _user_part,
+        _model_part,
+        _function_response,
+        parts_key="parts",
+        assistant_role="model",
+    )
+
+
+def _function_response(message: ToolResultMessage) -> list[dict[str, Any]]:
+    """A ``functionResponse`` part, then the result's images as parts of their own."""
+    response = {"error": message.text} if message.is_error else {"output": message.text}
+    parts: list[dict[str, Any]] = [
+        {
+            "functionResponse": {
+                "id": message.tool_call_id,
+                "name": message.tool_name,
+                "response": response,
+            }
+        }
+    ]
+    parts += [_user_part(p) for p in message.content if isinstance(p, ImageContent)]
+    return parts
 
 
 def _user_part(block: TextContent | ImageContent) -> dict[str, Any]:

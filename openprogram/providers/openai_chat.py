@@ -33,7 +33,6 @@ from ..types import (
     AssistantMessage,
     ImageContent,
     TextContent,
-    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -46,36 +45,25 @@ from ._sdk import (
     arguments_json,
     data_url,
     openai_usage,
-    result_text,
+    openai_user_message,
 )
-from .base import Context, MessageBuilder, StreamOptions, TerminalReason
-from .wire import tools_fragment
+from .base import Context, MessageBuilder, TerminalReason
 
 __all__ = ["OpenAIChatProvider", "chat_messages"]
 
 
 class OpenAIChatProvider(OpenAISDKProvider):
-    """``OpenAIChatProvider(client=None, *, api_key=None, base_url=None, stream=True,
-    max_retries=0, **client_kwargs)`` — see :class:`openprogram.providers._sdk.SDKProvider`."""
+    """The Chat Completions API (``client.chat.completions``); the module docstring says how our
+    messages and its chunks map onto each other.  Constructed like every OpenAI adapter: see
+    :class:`openprogram.providers._sdk.OpenAISDKProvider`."""
 
-    provider_name = "openai"
     api = "openai-chat"
 
-    def build_request(self, model: str, context: Context, options: StreamOptions) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": model,
-            "messages": chat_messages(context),
-            **tools_fragment(
-                "openai_chat", context.tools, options.tool_choice, options.parallel_tool_calls
-            ),
-        }
-        if options.max_tokens is not None:
-            params["max_completion_tokens"] = options.max_tokens
-        if options.temperature is not None:
-            params["temperature"] = options.temperature
-        if options.extras:
-            params["extra_body"] = dict(options.extras)
-        return params
+    wire_api = "openai_chat"
+    max_tokens_field = "max_completion_tokens"
+
+    def _history(self, context: Context) -> dict[str, Any]:
+        return {"messages": chat_messages(context)}
 
     async def _call(self, client: Any, params: dict[str, Any], stream: bool) -> Any:
         if stream:
@@ -226,14 +214,11 @@ def chat_messages(context: Context) -> list[dict[str, Any]]:
         if not isinstance(message, ToolResultMessage):
             flush_images()
         if isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                out.append({"role": "user", "content": message.content})
-            else:
-                out.append({"role": "user", "content": [_user_part(p) for p in message.content]})
+            out.append(openai_user_message(message, _user_part))
         elif isinstance(message, AssistantMessage):
             if message.stop_reason in ("error", "aborted"):
                 continue
-            text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+            text = message.text
             calls = message.tool_calls
             if not text and not calls:
                 continue
@@ -253,8 +238,7 @@ def chat_messages(context: Context) -> list[dict[str, Any]]:
                 {
                     "role": "tool",
                     "tool_call_id": message.tool_call_id,
-                    "content": result_text(message.content)
-                    or ("(see attached image)" if message.content else ""),
+                    "content": message.text or ("(see attached image)" if message.content else ""),
                 }
             )
             pending_images += [
@@ -264,7 +248,7 @@ def chat_messages(context: Context) -> list[dict[str, Any]]:
     return out
 
 
-def _user_part(part: TextContent | ImageContent | ThinkingContent) -> dict[str, Any]:
+def _user_part(part: TextContent | ImageContent) -> dict[str, Any]:
     if isinstance(part, ImageContent):
         return {"type": "image_url", "image_url": {"url": data_url(part)}}
-    return {"type": "text", "text": part.text}  # type: ignore[union-attr]
+    return {"type": "text", "text": part.text}

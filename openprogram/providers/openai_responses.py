@@ -37,9 +37,9 @@ from ._sdk import (
     arguments_json,
     data_url,
     openai_usage,
+    openai_user_message,
 )
-from .base import Context, MessageBuilder, StreamOptions, TerminalReason, is_retryable_status
-from .wire import tools_fragment
+from .base import Context, MessageBuilder, TerminalReason, is_retryable_status
 
 __all__ = ["OpenAIResponsesProvider", "responses_input"]
 
@@ -47,29 +47,21 @@ _CODE_STATUS = {**_ERROR_TYPE_STATUS, "rate_limit_exceeded": 429, "server_error"
 
 
 class OpenAIResponsesProvider(OpenAISDKProvider):
-    """``OpenAIResponsesProvider(client=None, *, api_key=None, base_url=None, stream=True,
-    max_retries=0, **client_kwargs)`` — see :class:`openprogram.providers._sdk.SDKProvider`."""
+    """The Responses API (``client.responses``): the whole history goes as ``input`` items on
+    every call; the module docstring says how our messages and its events map onto each other.
+    Constructed like every OpenAI adapter: see
+    :class:`openprogram.providers._sdk.OpenAISDKProvider`."""
 
-    provider_name = "openai"
     api = "openai-responses"
 
-    def build_request(self, model: str, context: Context, options: StreamOptions) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": model,
-            "input": responses_input(context),
-            **tools_fragment(
-                "openai_responses", context.tools, options.tool_choice, options.parallel_tool_calls
-            ),
-        }
+    wire_api = "openai_responses"
+    max_tokens_field = "max_output_tokens"
+
+    def _history(self, context: Context) -> dict[str, Any]:
+        history: dict[str, Any] = {"input": responses_input(context)}
         if context.system_prompt:
-            params["instructions"] = context.system_prompt
-        if options.max_tokens is not None:
-            params["max_output_tokens"] = options.max_tokens
-        if options.temperature is not None:
-            params["temperature"] = options.temperature
-        if options.extras:
-            params["extra_body"] = dict(options.extras)
-        return params
+            history["instructions"] = context.system_prompt
+        return history
 
     async def _call(self, client: Any, params: dict[str, Any], stream: bool) -> Any:
         if stream:
@@ -242,16 +234,12 @@ def responses_input(context: Context) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in context.messages:
         if isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                out.append({"role": "user", "content": message.content})
-            else:
-                out.append({"role": "user", "content": [_input_part(p) for p in message.content]})
+            out.append(openai_user_message(message, _input_part))
         elif isinstance(message, AssistantMessage):
             if message.stop_reason in ("error", "aborted"):
                 continue
-            text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-            if text:
-                out.append({"role": "assistant", "content": text})
+            if message.text:
+                out.append({"role": "assistant", "content": message.text})
             for call in message.tool_calls:
                 out.append(
                     {
@@ -266,7 +254,7 @@ def responses_input(context: Context) -> list[dict[str, Any]]:
             if any(isinstance(p, ImageContent) for p in message.content):
                 output = [_input_part(p) for p in message.content]
             else:
-                output = "".join(p.text for p in message.content if isinstance(p, TextContent))
+                output = message.text
             out.append(
                 {"type": "function_call_output", "call_id": message.tool_call_id, "output": output}
             )
