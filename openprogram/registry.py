@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypedDict, Unpack, overload
 
 from .functions import Function
 from .tools import AgentTool, as_agent_tool
@@ -197,19 +197,23 @@ default_registry = Registry()
 # -- decorators ----------------------------------------------------------------------------------
 
 
+class ToolOptions(TypedDict, total=False):
+    """The options of ``@function(...)`` and ``@agentic_function(...)``, typed once for both:
+    ``Function``'s keyword arguments (their defaults are there) plus ``registry``."""
+
+    name: str | None
+    description: str | None
+    parameters: Mapping[str, Any] | None
+    exposed: bool
+    unsafe_for: Iterable[str]
+    toolsets: Iterable[str]
+    registry: Any
+
+
 @overload
 def function(fn: Callable[..., Any], /) -> Function: ...
 @overload
-def function(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    exposed: bool = True,
-    unsafe_for: Iterable[str] = (),
-    toolsets: Iterable[str] = (),
-    registry: Any = None,
-) -> Callable[[Callable[..., Any]], Function]: ...
+def function(**options: Unpack[ToolOptions]) -> Callable[[Callable[..., Any]], Function]: ...
 def function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """Make ``fn`` a tool and register it (bare ``@function`` or ``@function(name=..., ...)``).
 
@@ -225,14 +229,7 @@ def function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
 def agentic_function(fn: Callable[..., Any], /) -> Function: ...
 @overload
 def agentic_function(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    exposed: bool = True,
-    unsafe_for: Iterable[str] = (),
-    toolsets: Iterable[str] = (),
-    registry: Any = None,
+    **options: Unpack[ToolOptions],
 ) -> Callable[[Callable[..., Any]], Function]: ...
 def agentic_function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """Like ``@function``, for a function that thinks with the model: if it declares a
@@ -241,9 +238,7 @@ def agentic_function(fn: Callable[..., Any] | None = None, /, **options: Any) ->
     return _decorate(fn, options, agentic=True)
 
 
-_OPTIONS = frozenset(
-    {"name", "description", "parameters", "exposed", "unsafe_for", "toolsets", "registry"}
-)
+_OPTIONS = ToolOptions.__optional_keys__
 
 
 def _decorate(fn: Callable[..., Any] | None, options: dict[str, Any], *, agentic: bool) -> Any:
@@ -270,6 +265,7 @@ def _decorate(fn: Callable[..., Any] | None, options: dict[str, Any], *, agentic
 __all__ = [
     "BUILTIN_TOOLSETS",
     "Registry",
+    "ToolOptions",
     "agent_tools",
     "agentic_function",
     "default_registry",
