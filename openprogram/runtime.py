@@ -55,7 +55,7 @@ from .runs import (
     check_drain_mode,
     wants_poll_point,
 )
-from .tools import AgentTool
+from .tools import AgentTool, normalize_tools
 from .types import Message, UserMessage
 
 DEFAULT_MAX_DEPTH = 5
@@ -428,12 +428,9 @@ class Runtime:
                 menu = [f.to_agent_tool() for f in self.registry.toolset("full")]
         if source is not None or allow is not None or deny is not None:
             menu = trim_tools(menu, source=source, allow=allow, deny=deny)
-        seen: set[str] = set()
-        for tool in menu:
-            if tool.name in seen:
-                raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
-            seen.add(tool.name)
-        return menu
+        # Unique names, whatever the menu came from: ``normalize_tools`` checks them (the
+        # entries are ``AgentTool``s already and come back as they are).
+        return normalize_tools(menu)
 
 
 _CHOICES: RunKind = "choices"

@@ -16,8 +16,9 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from .. import _fastjson
 from ..cancel import CancelToken
-from ..events import AssistantMessageEvent
+from ..events import AssistantMessageEvent, ProviderEventType
 from ..types import (
+    AssistantContent,
     AssistantMessage,
     Message,
     TextContent,
@@ -87,12 +88,20 @@ class MessageBuilder:
     def start(self) -> AssistantMessageEvent:
         return self._ev("start")
 
+    def _open_block(
+        self, block: AssistantContent, kind: str, event_type: ProviderEventType
+    ) -> tuple[int, AssistantMessageEvent]:
+        """Append ``block``, open until its ``*_end`` (or ``close_open_blocks``); returns its
+        index and its ``*_start`` event.  Every kind of block starts this way."""
+        content = self.message.content
+        content.append(block)
+        i = len(content) - 1
+        self._open[i] = kind
+        return i, self._ev(event_type, i)
+
     # -- text -------------------------------------------------------------------------------
     def text_start(self) -> tuple[int, AssistantMessageEvent]:
-        self.message.content.append(TextContent(""))
-        i = len(self.message.content) - 1
-        self._open[i] = "text"
-        return i, self._ev("text_start", i)
+        return self._open_block(TextContent(""), "text", "text_start")
 
     def text_delta(self, index: int, delta: str) -> AssistantMessageEvent:
         block = self.message.content[index]
@@ -105,10 +114,8 @@ class MessageBuilder:
 
     # -- thinking ---------------------------------------------------------------------------
     def thinking_start(self, redacted: bool = False) -> tuple[int, AssistantMessageEvent]:
-        self.message.content.append(ThinkingContent(thinking="", redacted=redacted))
-        i = len(self.message.content) - 1
-        self._open[i] = "thinking"
-        return i, self._ev("thinking_start", i)
+        block = ThinkingContent(thinking="", redacted=redacted)
+        return self._open_block(block, "thinking", "thinking_start")
 
     def thinking_delta(self, index: int, delta: str) -> AssistantMessageEvent:
         block = self.message.content[index]
@@ -123,11 +130,9 @@ class MessageBuilder:
 
     # -- tool calls -------------------------------------------------------------------------
     def toolcall_start(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
-        self.message.content.append(ToolCall(id, name))
-        i = len(self.message.content) - 1
+        i, event = self._open_block(ToolCall(id, name), "toolcall", "toolcall_start")
         self._args[i] = []
-        self._open[i] = "toolcall"
-        return i, self._ev("toolcall_start", i)
+        return i, event
 
     def toolcall_delta(self, index: int, fragment: str) -> AssistantMessageEvent:
         self._args[index].append(fragment)
