@@ -54,6 +54,11 @@ class Recorder:
     def client(self) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
 
+    def sdk_options(self) -> dict[str, Any]:
+        """Keyword options that send an official SDK client's requests to this recorder, with
+        the SDK's own retries off (each queued response answers exactly one request)."""
+        return {"base_url": BASE, "http_client": self.client(), "max_retries": 0}
+
 
 def sse_response(
     body: bytes, status: int = 200, headers: dict[str, str] | None = None
@@ -125,6 +130,15 @@ def anthropic_provider(rec: Recorder, stream: bool = True) -> Any:
     return AnthropicProvider(client, stream=stream)
 
 
+# The three adapters on their SDK clients over a MockTransport, by short name: the tables the
+# error and header tests run every adapter through.
+FACTORIES = {
+    "chat": chat_provider,
+    "responses": responses_provider,
+    "anthropic": anthropic_provider,
+}
+
+
 class StallingStream(httpx2.AsyncByteStream):
     """A response body that sends ``first`` and then hangs until closed."""
 
@@ -140,3 +154,71 @@ class StallingStream(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.closed = True
+
+
+# -- Anthropic Messages stream events (frames for ``sse``) ----------------------------------
+
+
+def anthropic_event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+    return kind, {"type": kind, **fields}
+
+
+def anthropic_start(
+    inp: int = 12, cache_read: int = 0, cache_write: int = 0
+) -> tuple[str, dict[str, Any]]:
+    """``message_start`` of an empty assistant message with this input usage."""
+    return anthropic_event(
+        "message_start",
+        message={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": inp,
+                "output_tokens": 1,
+                "cache_read_input_tokens": cache_read,
+                "cache_creation_input_tokens": cache_write,
+            },
+        },
+    )
+
+
+def anthropic_block(
+    i: int, content_block: dict[str, Any], *deltas: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Content block ``i``: its start, its ``deltas``, its stop."""
+    return [
+        anthropic_event("content_block_start", index=i, content_block=content_block),
+        *[anthropic_event("content_block_delta", index=i, delta=d) for d in deltas],
+        anthropic_event("content_block_stop", index=i),
+    ]
+
+
+def anthropic_text(i: int, *pieces: str) -> list[tuple[str, dict[str, Any]]]:
+    return anthropic_block(
+        i, {"type": "text", "text": ""}, *[{"type": "text_delta", "text": p} for p in pieces]
+    )
+
+
+def anthropic_tool(i: int, id: str, name: str, *pieces: str) -> list[tuple[str, dict[str, Any]]]:
+    return anthropic_block(
+        i,
+        {"type": "tool_use", "id": id, "name": name, "input": {}},
+        *[{"type": "input_json_delta", "partial_json": p} for p in pieces],
+    )
+
+
+def anthropic_end(stop_reason: str = "end_turn", out: int = 7) -> list[tuple[str, dict[str, Any]]]:
+    """``message_delta`` with the stop reason and output usage, then ``message_stop``."""
+    return [
+        anthropic_event(
+            "message_delta",
+            delta={"stop_reason": stop_reason, "stop_sequence": None},
+            usage={"output_tokens": out},
+        ),
+        anthropic_event("message_stop"),
+    ]

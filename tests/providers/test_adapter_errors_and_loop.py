@@ -10,25 +10,20 @@ import httpx2
 import pytest
 
 from openprogram import AgentContext, LoopConfig, agent_loop
-from openprogram.providers.base import Context
-from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
+from openprogram.types import AssistantMessage, ToolResultMessage
 from tests.providers._adapters_http import (
+    FACTORIES,
     Recorder,
-    anthropic_provider,
-    chat_provider,
+    anthropic_end,
+    anthropic_start,
+    anthropic_text,
+    anthropic_tool,
     collect,
     json_response,
-    responses_provider,
     sse,
     sse_response,
 )
-
-FACTORIES = {
-    "chat": chat_provider,
-    "responses": responses_provider,
-    "anthropic": anthropic_provider,
-}
-CTX = Context(messages=[UserMessage(content="hi")])
+from tests.providers._helper import ADD, CTX, run_add_loop
 
 
 def error_body(api: str, status: int, message: str) -> dict[str, Any]:
@@ -233,90 +228,18 @@ def responses_text_round() -> bytes:
     )
 
 
-def anthropic_round(blocks: list[tuple[str, dict[str, Any]]], stop: str) -> bytes:
+def anthropic_tool_round() -> bytes:
     return sse(
         [
-            (
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        "id": "m",
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [],
-                        "model": "c",
-                        "usage": {"input_tokens": 1, "output_tokens": 1},
-                    },
-                },
-            ),
-            *blocks,
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop},
-                    "usage": {"output_tokens": 2},
-                },
-            ),
-            ("message_stop", {"type": "message_stop"}),
+            anthropic_start(1),
+            *anthropic_tool(0, "call_1", "add", '{"a": 2, "b": 3}'),
+            *anthropic_end("tool_use", 2),
         ]
     )
 
 
-def anthropic_tool_round() -> bytes:
-    return anthropic_round(
-        [
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {
-                        "type": "tool_use",
-                        "id": "call_1",
-                        "name": "add",
-                        "input": {},
-                    },
-                },
-            ),
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "input_json_delta", "partial_json": '{"a": 2, "b": 3}'},
-                },
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ],
-        "tool_use",
-    )
-
-
 def anthropic_text_round() -> bytes:
-    return anthropic_round(
-        [
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            ),
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": "It is 5."},
-                },
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ],
-        "end_turn",
-    )
+    return sse([anthropic_start(1), *anthropic_text(0, "It is 5."), *anthropic_end(out=2)])
 
 
 ROUNDS = {
@@ -325,32 +248,12 @@ ROUNDS = {
     "anthropic": (anthropic_tool_round, anthropic_text_round),
 }
 
-ADD = {
-    "spec": {
-        "name": "add",
-        "description": "Add two integers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
-        },
-    },
-    "execute": lambda args: args["a"] + args["b"],
-}
-
 
 @pytest.mark.parametrize("api", FACTORIES)
 async def test_full_loop_tool_round_then_text(api: str) -> None:
     tool_round, text_round = ROUNDS[api]
     rec = Recorder(sse_response(tool_round()), sse_response(text_round()))
-    provider = FACTORIES[api](rec)
-    stream = agent_loop(
-        "What is 2+3?",
-        AgentContext(system_prompt="Use tools.", tools=[ADD]),
-        LoopConfig(provider=provider, model="m", tool_choice="auto"),
-    )
-    events = [e async for e in stream]
-    messages = await stream.result()
+    events, stream, messages = await run_add_loop(FACTORIES[api](rec))
     assert stream.termination == "completed"
     assert [type(m).__name__ for m in messages] == [
         "UserMessage",

@@ -1,10 +1,13 @@
-"""The adapters against the loopback ``ProviderEmulator`` (real sockets, real SDK HTTP stack):
-full loops, stream and JSON modes, faults the MockTransport cannot produce (stalls, dropped
-connections), cancellation closing a live connection, timeouts and the SDK's own retries."""
+"""Every adapter against the loopback ``ProviderEmulator`` (real sockets, the SDKs' real HTTP
+stacks): full loops in stream and JSON modes, HTTP status faults, and the faults a mocked
+transport cannot produce (stalls, dropped connections, no terminal frame, malformed frames, CRC
+mismatches) ending every run in one clean ``error``; cancellation closing a live connection,
+client timeouts and the SDK's own retries."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -14,14 +17,39 @@ from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.cancel import CancelToken
 from openprogram.providers import guard
 from openprogram.providers.anthropic import AnthropicProvider
-from openprogram.providers.base import Context, StreamOptions
+from openprogram.providers.base import StreamOptions
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
-from openprogram.types import ToolResultMessage, UserMessage
+from openprogram.types import ToolResultMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import call, turn
+from tests.providers._helper import MUL, final_message, run_mul_loop
 
-ADAPTERS = {
+
+def gemini(emu: ProviderEmulator, **kw: Any) -> Any:
+    from openprogram.providers.gemini import GeminiProvider
+
+    return GeminiProvider(api_key="test-key", base_url=emu.base_url, **kw)
+
+
+def bedrock(emu: ProviderEmulator, **kw: Any) -> Any:
+    from botocore.config import Config
+
+    from openprogram.providers.bedrock import BedrockProvider
+
+    timeout = kw.pop("timeout", None)
+    config = Config(read_timeout=timeout, connect_timeout=timeout) if timeout else None
+    return BedrockProvider(
+        base_url=emu.base_url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIDTEST",
+        aws_secret_access_key="test-secret",
+        config=config,
+        **kw,
+    )
+
+
+OPENAI_ANTHROPIC = {
     "openai_chat": lambda emu, **kw: OpenAIChatProvider(
         base_url=emu.openai_base_url, api_key="t", **kw
     ),
@@ -32,19 +60,29 @@ ADAPTERS = {
         base_url=emu.anthropic_base_url, api_key="t", **kw
     ),
 }
-CTX = Context(messages=[UserMessage(content="hi")])
-MUL = {
-    "spec": {
-        "name": "mul",
-        "description": "Multiply.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-    "execute": lambda args: args["a"] * args["b"],
+GOOGLE_AWS = {"gemini": gemini, "bedrock": bedrock}
+ADAPTERS = {**OPENAI_ANTHROPIC, **GOOGLE_AWS}
+# The Gemini and Bedrock SDKs open a stream more slowly: they get more time before the cancel
+# fires and a longer client timeout.  (seconds: cancel after, client timeout)
+STALL_TIMES = {api: (0.5, 1.0) if api in GOOGLE_AWS else (0.3, 0.3) for api in ADAPTERS}
+# A retryable status each SDK retries by itself, with a short wait.
+RETRIED = {
+    api: (503, {"retry-after": "0"}) if api in GOOGLE_AWS else (529, {"retry-after-ms": "10"})
+    for api in ADAPTERS
 }
+STATUS_CASES = [
+    *[
+        pytest.param(api, True, code, retryable, id=f"{api}-{code}")
+        for api in OPENAI_ANTHROPIC
+        for code, retryable in [(401, False), (529, True)]
+    ],
+    *[
+        pytest.param(api, stream, code, retryable, id=f"{api}-{mode}-{code}")
+        for api in GOOGLE_AWS
+        for stream, mode in [(True, "stream"), (False, "json")]
+        for code, retryable in [(400, False), (401, False), (429, True), (503, True)]
+    ],
+]
 
 
 @pytest.fixture(autouse=True)
@@ -54,55 +92,118 @@ def _no_real_calls() -> Any:
         yield
 
 
-async def _final(provider: Any, options: StreamOptions | None = None) -> Any:
-    async with provider:
-        events = [e async for e in provider.stream("m", CTX, options or StreamOptions())]
-    assert sum(e.is_terminal for e in events) == 1 and events[-1].is_terminal
-    return events[-1].message
-
-
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
-@pytest.mark.parametrize("api", ADAPTERS)
+@pytest.mark.parametrize("api", OPENAI_ANTHROPIC)
 async def test_full_loop(api: str, stream: bool) -> None:
-    with ProviderEmulator(
-        [turn(call("mul", {"a": 6, "b": 7}), chunk_size=3), turn("It is 42.")]
-    ) as emu:
-        async with ADAPTERS[api](emu, stream=stream) as provider:
-            run = agent_loop(
-                "6*7?",
-                AgentContext(tools=[MUL]),
-                LoopConfig(
-                    provider=provider, model="m", tool_choice="required", parallel_tool_calls=False
-                ),
-            )
-            messages = await run.result()
-        emu.assert_complete()
-        first_request = emu.requests[0].json
+    run, messages, requests = await run_mul_loop(
+        [turn(call("mul", {"a": 6, "b": 7}), chunk_size=3), turn("It is 42.")],
+        OPENAI_ANTHROPIC[api],
+        stream=stream,
+        parallel_tool_calls=False,
+    )
     assert run.termination == "completed"
     assert isinstance(messages[2], ToolResultMessage) and messages[2].text == "42"
     assert messages[-1].text == "It is 42."
-    choice = first_request["tool_choice"]
+    choice = requests[0].json["tool_choice"]
     assert choice == {"anthropic": {"type": "any", "disable_parallel_tool_use": True}}.get(
         api, "required"
     )
 
 
-@pytest.mark.parametrize("api", ADAPTERS)
-@pytest.mark.parametrize(("code", "retryable"), [(401, False), (529, True)])
-async def test_status_faults(api: str, code: int, retryable: bool) -> None:
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+@pytest.mark.parametrize("api", GOOGLE_AWS)
+async def test_full_loop_with_parallel_calls(api: str, stream: bool) -> None:
+    script = [
+        turn(call("mul", {"a": 6, "b": 7}), call("mul", {"a": 2, "b": 3}), chunk_size=3),
+        turn("It is 42."),
+    ]
+    run, messages, requests = await run_mul_loop(script, GOOGLE_AWS[api], stream=stream)
+    first, second = requests[0].json, requests[1].json
+    assert run.termination == "completed", [getattr(m, "error_message", None) for m in messages]
+    assert [m.text for m in messages if isinstance(m, ToolResultMessage)] == ["42", "6"]
+    assert messages[-1].text == "It is 42."
+    calls = messages[1].tool_calls  # type: ignore[union-attr]
+    assert len({c.id for c in calls}) == 2  # parallel calls, distinct ids (made up when absent)
+    if api == "gemini":
+        assert first["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+        responses = [p["functionResponse"] for p in second["contents"][-1]["parts"]]
+        assert [(r["id"], r["response"]) for r in responses] == [
+            (calls[0].id, {"output": "42"}),
+            (calls[1].id, {"output": "6"}),
+        ]
+    else:
+        assert first["toolConfig"]["toolChoice"] == {"any": {}}
+        results = [b["toolResult"] for b in second["messages"][-1]["content"]]
+        assert [(r["toolUseId"], r["content"]) for r in results] == [
+            (calls[0].id, [{"text": "42"}]),
+            (calls[1].id, [{"text": "6"}]),
+        ]
+
+
+@pytest.mark.parametrize(("api", "stream", "code", "retryable"), STATUS_CASES)
+async def test_status_faults(api: str, stream: bool, code: int, retryable: bool) -> None:
     with ProviderEmulator() as emu:
         emu.add(turn("never sent"), faults=[Fault.status(code, headers={"retry-after": "4"})])
-        message = await _final(ADAPTERS[api](emu))
-    assert (message.error_status, message.error_retryable) == (code, retryable)
+        message = await final_message(ADAPTERS[api](emu, stream=stream))
+    assert (message.stop_reason, message.error_status, message.error_retryable) == (
+        "error",
+        code,
+        retryable,
+    )
     assert message.error_retry_after_s == 4.0
 
 
-@pytest.mark.parametrize("api", ADAPTERS)
+@pytest.mark.parametrize("api", OPENAI_ANTHROPIC)
 async def test_malformed_frame(api: str) -> None:
     with ProviderEmulator() as emu:
         emu.add(turn("hello world", chunk_size=2), faults=[Fault.malformed_frame(3)])
-        message = await _final(ADAPTERS[api](emu))
+        message = await final_message(ADAPTERS[api](emu))
     assert message.stop_reason == "error" and message.error_retryable is True
+
+
+FRAME_FAULTS = {
+    "disconnect_after_1": lambda: Fault.disconnect_after(1),
+    "no_terminal": Fault.no_terminal,
+    "malformed_frame_1": lambda: Fault.malformed_frame(1),
+}
+
+
+@pytest.mark.parametrize("fault", FRAME_FAULTS)
+@pytest.mark.parametrize("api", GOOGLE_AWS)
+async def test_frame_faults_end_in_one_clean_error(api: str, fault: str) -> None:
+    with ProviderEmulator() as emu:
+        emu.add(
+            turn(call("mul", {"a": 1, "b": 2}), "and some text", chunk_size=2),
+            faults=[FRAME_FAULTS[fault]()],
+        )
+        message = await final_message(ADAPTERS[api](emu))
+    assert message.stop_reason == "error" and message.error_retryable is True
+    assert message.error_message
+
+
+async def test_crc_mismatch_on_bedrock_is_a_malformed_frame() -> None:
+    with ProviderEmulator() as emu:
+        emu.add(turn("hello world", chunk_size=2), faults=[Fault.crc_mismatch(2)])
+        message = await final_message(bedrock(emu))
+    assert message.stop_reason == "error" and message.error_retryable is True
+    assert "malformed stream frame" in (message.error_message or "")
+
+
+@pytest.mark.parametrize("api", GOOGLE_AWS)
+async def test_loop_never_runs_the_calls_of_a_cut_message(api: str) -> None:
+    ran: list[Any] = []
+    tool = {**MUL, "execute": lambda args: ran.append(args) or 0}
+    with ProviderEmulator() as emu:
+        emu.add(
+            turn(call("mul", {"a": 1, "b": 2}), "trailing text", chunk_size=2),
+            faults=[Fault.no_terminal()],
+        )
+        async with ADAPTERS[api](emu) as provider:
+            run = agent_loop(
+                "x", AgentContext(tools=[tool]), LoopConfig(provider=provider, model="m")
+            )
+            await run.result()
+    assert run.termination == "error" and ran == []
 
 
 @pytest.mark.parametrize("api", ADAPTERS)
@@ -111,52 +212,57 @@ async def test_cancel_closes_a_stalled_live_stream(api: str) -> None:
     with ProviderEmulator() as emu:
         emu.add(turn("hello"), faults=[Fault.stall(30, after_frame=1)])
         provider = ADAPTERS[api](emu)
-        asyncio.get_running_loop().call_later(0.3, cancel.cancel)
+        asyncio.get_running_loop().call_later(STALL_TIMES[api][0], cancel.cancel)
         started = time.monotonic()
-        message = await asyncio.wait_for(_final(provider, StreamOptions(cancel=cancel)), 10)
+        message = await asyncio.wait_for(final_message(provider, StreamOptions(cancel=cancel)), 15)
         elapsed = time.monotonic() - started
     assert message.stop_reason == "aborted"
     assert elapsed < 10  # did not wait for the 30 s stall
+    deadline = time.monotonic() + 5  # and Bedrock's worker thread ended (its socket was shut)
+    while any(t.name.startswith("openprogram-bedrock") for t in threading.enumerate()):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("api", ADAPTERS)
-async def test_client_timeout_is_a_retryable_error(api: str) -> None:
+async def test_client_timeout_on_a_stall_is_a_retryable_error(api: str) -> None:
     with ProviderEmulator() as emu:
         emu.add(turn("hello"), faults=[Fault.stall(30, after_frame=1)])
-        message = await asyncio.wait_for(_final(ADAPTERS[api](emu, timeout=0.3)), 10)
-    assert message.stop_reason == "error"
-    assert message.error_retryable is True
+        provider = ADAPTERS[api](emu, timeout=STALL_TIMES[api][1])
+        message = await asyncio.wait_for(final_message(provider), 20)
+    assert message.stop_reason == "error" and message.error_retryable is True
     assert "timed out" in (message.error_message or "")
 
 
 @pytest.mark.parametrize("api", ADAPTERS)
 async def test_sdk_retries_when_enabled(api: str) -> None:
+    status, headers = RETRIED[api]
     with ProviderEmulator() as emu:
-        emu.add(turn("lost"), faults=[Fault.status(529, headers={"retry-after-ms": "10"})])
+        emu.add(turn("lost"), faults=[Fault.status(status, headers=headers)])
         emu.add(turn("recovered"))
-        message = await _final(ADAPTERS[api](emu, max_retries=1))
+        message = await final_message(ADAPTERS[api](emu, max_retries=1))
         emu.assert_complete()
     assert message.stop_reason == "stop" and message.text == "recovered"
 
 
-@pytest.mark.parametrize("api", ADAPTERS)
+@pytest.mark.parametrize("api", OPENAI_ANTHROPIC)
 def test_one_provider_across_event_loops_threads_and_aclose(api: str) -> None:
     """A provider built without a client works from several event loops (``asyncio.run`` per
     call, another thread) and after ``aclose()``: each loop gets its own SDK client."""
-    import threading
-
     with ProviderEmulator([turn("a"), turn("b"), turn("c"), turn("d")]) as emu:
         provider = ADAPTERS[api](emu)
 
         async def twice_in_one_loop() -> list[str]:
-            first = await _final(provider)  # closes this loop's client at the end
-            second = await _final(provider)  # ... so this call builds a new one
+            first = await final_message(provider)  # closes this loop's client at the end
+            second = await final_message(provider)  # ... so this call builds a new one
             return [first.text, second.text]
 
         texts = asyncio.run(twice_in_one_loop())
-        texts.append(asyncio.run(_final(provider)).text)
+        texts.append(asyncio.run(final_message(provider)).text)
         box: list[str] = []
-        thread = threading.Thread(target=lambda: box.append(asyncio.run(_final(provider)).text))
+        thread = threading.Thread(
+            target=lambda: box.append(asyncio.run(final_message(provider)).text)
+        )
         thread.start()
         thread.join()
         emu.assert_complete()

@@ -11,7 +11,13 @@ from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import TextContent, ThinkingContent, ToolCall, ToolSpec, Usage, UserMessage
 from tests.providers._adapters_http import (
     Recorder,
+    anthropic_block,
+    anthropic_end,
+    anthropic_event,
     anthropic_provider,
+    anthropic_start,
+    anthropic_text,
+    anthropic_tool,
     collect,
     json_response,
     sse,
@@ -20,64 +26,6 @@ from tests.providers._adapters_http import (
 )
 
 CTX = Context(messages=[UserMessage(content="hi")])
-
-
-def ev(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
-    return kind, {"type": kind, **fields}
-
-
-def start(inp: int = 12, cache_read: int = 0, cache_write: int = 0):
-    return ev(
-        "message_start",
-        message={
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": inp,
-                "output_tokens": 1,
-                "cache_read_input_tokens": cache_read,
-                "cache_creation_input_tokens": cache_write,
-            },
-        },
-    )
-
-
-def block(i: int, content_block: dict[str, Any], *deltas: dict[str, Any]):
-    return [
-        ev("content_block_start", index=i, content_block=content_block),
-        *[ev("content_block_delta", index=i, delta=d) for d in deltas],
-        ev("content_block_stop", index=i),
-    ]
-
-
-def text(i: int, *pieces: str):
-    return block(
-        i, {"type": "text", "text": ""}, *[{"type": "text_delta", "text": p} for p in pieces]
-    )
-
-
-def tool(i: int, id: str, name: str, *pieces: str):
-    return block(
-        i,
-        {"type": "tool_use", "id": id, "name": name, "input": {}},
-        *[{"type": "input_json_delta", "partial_json": p} for p in pieces],
-    )
-
-
-def end(stop_reason: str = "end_turn", out: int = 7):
-    return [
-        ev(
-            "message_delta",
-            delta={"stop_reason": stop_reason, "stop_sequence": None},
-            usage={"output_tokens": out},
-        ),
-        ev("message_stop"),
-    ]
 
 
 async def run(
@@ -89,7 +37,12 @@ async def run(
 
 
 async def test_text_with_ping_and_usage() -> None:
-    rec, events, msg = await run(start(12, 5, 2), ev("ping"), *text(0, "Hel", "lo"), *end(out=3))
+    rec, events, msg = await run(
+        anthropic_start(12, 5, 2),
+        anthropic_event("ping"),
+        *anthropic_text(0, "Hel", "lo"),
+        *anthropic_end(out=3),
+    )
     assert types(events) == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
     assert msg.content == [TextContent(text="Hello")]
     assert msg.stop_reason == "stop"
@@ -103,17 +56,17 @@ async def test_text_with_ping_and_usage() -> None:
 
 async def test_thinking_with_signature_and_redacted_thinking() -> None:
     _, events, msg = await run(
-        start(),
-        *block(
+        anthropic_start(),
+        *anthropic_block(
             0,
             {"type": "thinking", "thinking": "", "signature": ""},
             {"type": "thinking_delta", "thinking": "Hmm, "},
             {"type": "thinking_delta", "thinking": "ok."},
             {"type": "signature_delta", "signature": "sig-abc"},
         ),
-        *block(1, {"type": "redacted_thinking", "data": "ENCRYPTED"}),
-        *text(2, "Answer"),
-        *end(),
+        *anthropic_block(1, {"type": "redacted_thinking", "data": "ENCRYPTED"}),
+        *anthropic_text(2, "Answer"),
+        *anthropic_end(),
     )
     assert msg.content == [
         ThinkingContent(thinking="Hmm, ok.", signature="sig-abc"),
@@ -130,12 +83,12 @@ async def test_thinking_with_signature_and_redacted_thinking() -> None:
 
 async def test_text_and_parallel_tool_use_including_empty_arguments() -> None:
     _, events, msg = await run(
-        start(),
-        *text(0, "Let me check."),
-        *tool(1, "toolu_1", "weather", '{"city"', ': "Paris"}'),
-        *tool(2, "toolu_2", "now", ""),
-        *tool(3, "toolu_3", "ping"),
-        *end("tool_use", 40),
+        anthropic_start(),
+        *anthropic_text(0, "Let me check."),
+        *anthropic_tool(1, "toolu_1", "weather", '{"city"', ': "Paris"}'),
+        *anthropic_tool(2, "toolu_2", "now", ""),
+        *anthropic_tool(3, "toolu_3", "ping"),
+        *anthropic_end("tool_use", 40),
     )
     assert msg.content == [
         TextContent(text="Let me check."),
@@ -148,7 +101,11 @@ async def test_text_and_parallel_tool_use_including_empty_arguments() -> None:
 
 
 async def test_invalid_argument_json_keeps_raw() -> None:
-    _, _, msg = await run(start(), *tool(0, "toolu_1", "add", '{"a": 1,'), *end("tool_use"))
+    _, _, msg = await run(
+        anthropic_start(),
+        *anthropic_tool(0, "toolu_1", "add", '{"a": 1,'),
+        *anthropic_end("tool_use"),
+    )
     assert msg.content == [
         ToolCall(id="toolu_1", name="add", arguments={}, raw_arguments='{"a": 1,')
     ]
@@ -164,18 +121,18 @@ async def test_invalid_argument_json_keeps_raw() -> None:
     ],
 )
 async def test_stop_reasons(wire: str, ours: str) -> None:
-    frames = [start(), *text(0, "x")]
+    frames = [anthropic_start(), *anthropic_text(0, "x")]
     if wire == "tool_use":
-        frames += tool(1, "t", "f", "{}")
-    _, events, msg = await run(*frames, *end(wire))
+        frames += anthropic_tool(1, "t", "f", "{}")
+    _, events, msg = await run(*frames, *anthropic_end(wire))
     assert msg.stop_reason == ours == events[-1].reason
 
 
 async def test_overloaded_error_event_mid_stream() -> None:
     _, _, msg = await run(
-        start(),
-        *text(0, "a"),
-        ev("error", error={"type": "overloaded_error", "message": "Overloaded"}),
+        anthropic_start(),
+        *anthropic_text(0, "a"),
+        anthropic_event("error", error={"type": "overloaded_error", "message": "Overloaded"}),
     )
     assert msg.stop_reason == "error"
     assert (msg.error_status, msg.error_retryable) == (529, True)
@@ -183,12 +140,12 @@ async def test_overloaded_error_event_mid_stream() -> None:
 
 
 async def test_stream_without_message_stop() -> None:
-    _, _, msg = await run(start(), *text(0, "partial"))
+    _, _, msg = await run(anthropic_start(), *anthropic_text(0, "partial"))
     assert msg.stop_reason == "error" and msg.error_message == "stream ended without a final event"
 
 
 async def test_malformed_frame() -> None:
-    _, _, msg = await run(start(), "event: content_block_start\ndata: {nope\n\n")
+    _, _, msg = await run(anthropic_start(), "event: content_block_start\ndata: {nope\n\n")
     assert msg.stop_reason == "error"
     assert (msg.error_message or "").startswith("malformed stream frame")
 
@@ -224,8 +181,8 @@ async def test_non_streaming_response() -> None:
 async def test_request_fields() -> None:
     tools = [ToolSpec(name="add", description="Add.")]
     rec, _, _ = await run(
-        start(),
-        *end(),
+        anthropic_start(),
+        *anthropic_end(),
         ctx=Context(system_prompt="Sys.", messages=[UserMessage(content="hi")], tools=tools),
         opts=StreamOptions(
             tool_choice="required",

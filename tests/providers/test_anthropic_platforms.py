@@ -9,28 +9,24 @@ from typing import Any
 
 import pytest
 
-from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.providers import guard
 from openprogram.providers.anthropic import AnthropicProvider
-from openprogram.providers.base import Context, StreamOptions
-from openprogram.types import ToolResultMessage, UserMessage
+from openprogram.providers.base import StreamOptions
+from openprogram.types import ToolResultMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import call, turn
-from tests.providers._adapters_http import BASE, Recorder, collect, json_response, sse, sse_response
+from tests.providers._adapters_http import (
+    Recorder,
+    anthropic_end,
+    anthropic_start,
+    anthropic_text,
+    collect,
+    json_response,
+    sse,
+    sse_response,
+)
+from tests.providers._helper import CTX, run_mul_loop
 
-CTX = Context(messages=[UserMessage(content="hi")])
-MUL = {
-    "spec": {
-        "name": "mul",
-        "description": "Multiply.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-    "execute": lambda args: args["a"] * args["b"],
-}
 AWS = {"aws_region": "us-east-1", "aws_access_key": "AKIDTEST", "aws_secret_key": "test-secret"}
 
 
@@ -46,18 +42,13 @@ def _no_real_calls() -> Any:
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 async def test_full_loop_on_bedrock_invoke_model(stream: bool) -> None:
-    with ProviderEmulator(
-        [turn(call("mul", {"a": 6, "b": 7}), chunk_size=3), turn("It is 42.")]
-    ) as emu:
-        async with on_bedrock(emu, stream=stream) as provider:
-            run = agent_loop(
-                "6*7?",
-                AgentContext(tools=[MUL]),
-                LoopConfig(provider=provider, model="anthropic.claude:0", tool_choice="required"),
-            )
-            messages = await run.result()
-        emu.assert_complete()
-        request = emu.requests[0]
+    run, messages, requests = await run_mul_loop(
+        [turn(call("mul", {"a": 6, "b": 7}), chunk_size=3), turn("It is 42.")],
+        on_bedrock,
+        stream=stream,
+        model="anthropic.claude:0",
+    )
+    request = requests[0]
     assert run.termination == "completed" and messages[-1].text == "It is 42."
     assert isinstance(messages[2], ToolResultMessage) and messages[2].text == "42"
     op = "invoke-with-response-stream" if stream else "invoke"
@@ -93,50 +84,7 @@ async def test_faults_on_the_event_stream_framing(fault: str) -> None:
 
 
 def anthropic_text_stream(text: str) -> bytes:
-    return sse(
-        [
-            (
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        "id": "m",
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [],
-                        "model": "c",
-                        "usage": {"input_tokens": 3, "output_tokens": 1},
-                    },
-                },
-            ),
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            ),
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": text},
-                },
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn"},
-                    "usage": {"output_tokens": 4},
-                },
-            ),
-            ("message_stop", {"type": "message_stop"}),
-        ]
-    )
+    return sse([anthropic_start(3), *anthropic_text(0, text), *anthropic_end(out=4)])
 
 
 async def test_vertex_client_is_accepted() -> None:
@@ -152,9 +100,7 @@ async def test_vertex_client_is_accepted() -> None:
         region="us-east5",
         project_id="proj",
         access_token="test-token",
-        base_url=BASE,
-        http_client=rec.client(),
-        max_retries=0,
+        **rec.sdk_options(),
     )
     provider = AnthropicProvider(client)
     with guard.replaying():

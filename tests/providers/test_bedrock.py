@@ -19,7 +19,6 @@ from openprogram.providers.base import Context, StreamOptions
 from openprogram.providers.wire import BEDROCK_NO_TOOLS_INSTRUCTION
 from openprogram.types import (
     AssistantMessage,
-    ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -40,18 +39,7 @@ from tests.providers._google_aws import (
     json_reply,
     raw_pieces,
 )
-
-CTX = Context(messages=[UserMessage(content="hi")])
-ADD_SPEC = ToolSpec(
-    name="add",
-    description="Add two integers.",
-    parameters={
-        "type": "object",
-        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-    },
-)
-PNG = base64.b64encode(b"\x89PNG fake").decode()
+from tests.providers._helper import ADD, ADD_SPEC, CTX, PNG, request_history, run_add_loop
 
 
 def text_round(text: str = "It is 5.") -> Reply:
@@ -90,24 +78,15 @@ def history() -> Context:
         stop_reason="toolUse",
         api="bedrock-converse",
     )
-    return Context(
-        system_prompt="Be brief.",
-        messages=[
-            UserMessage(
-                content=[
-                    TextContent(text="look"),
-                    ImageContent(data_b64=PNG, mime_type="image/png"),
-                ]
-            ),
-            own,
+    return request_history(
+        own,
+        [
             ToolResultMessage(tool_call_id="t0", tool_name="add", content=[TextContent(text="5")]),
             ToolResultMessage(tool_call_id="t1", tool_name="add", content=[], is_error=True),
-            AssistantMessage(
-                content=[TextContent(text="lost")], stop_reason="aborted", api="bedrock-converse"
-            ),
-            UserMessage(content="and?"),
         ],
-        tools=[ADD_SPEC],
+        AssistantMessage(
+            content=[TextContent(text="lost")], stop_reason="aborted", api="bedrock-converse"
+        ),
     )
 
 
@@ -369,7 +348,7 @@ async def test_guardrail_stop_after_a_call_does_not_run_it() -> None:
         converse_events([("tool", ("t0", "add", ['{"a": 1, "b": 2}']))], "guardrail_intervened")
     )
     ran: list[Any] = []
-    tool = {"spec": ADD_SPEC.model_dump(), "execute": lambda args: ran.append(args) or 3}
+    tool = {**ADD, "execute": lambda args: ran.append(args) or 3}
     stream = agent_loop(
         "hi",
         AgentContext(tools=[tool]),
@@ -606,14 +585,7 @@ async def test_full_loop_tool_round_then_text() -> None:
         event_stream(converse_events([("tool", ("t0", "add", ['{"a": 2, "b": 3}']))], "tool_use")),
     )
     stub = BedrockStub(tool_round, text_round())
-    tool = {"spec": ADD_SPEC.model_dump(), "execute": lambda args: args["a"] + args["b"]}
-    stream = agent_loop(
-        "What is 2+3?",
-        AgentContext(system_prompt="Use tools.", tools=[tool]),
-        LoopConfig(provider=bedrock_provider(stub), model="m", tool_choice="auto"),
-    )
-    [e async for e in stream]
-    messages = await stream.result()
+    _, stream, messages = await run_add_loop(bedrock_provider(stub))
     assert stream.termination == "completed" and messages[-1].text == "It is 5."  # type: ignore[union-attr]
     second = stub.bodies[1]
     assert second["messages"][1:] == [

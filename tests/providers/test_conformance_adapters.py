@@ -10,7 +10,6 @@ into 7-byte pieces: the message must not change.
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from urllib.parse import urlsplit
 
 import httpx2
 import pytest
-import yaml
 
 from openprogram.providers import guard
 from openprogram.providers.base import Context
@@ -29,6 +27,13 @@ from tests.providers._adapters_http import (
     chat_provider,
     collect,
     responses_provider,
+)
+from tests.providers._helper import (
+    check_message,
+    recorded_body,
+    recorded_interactions,
+    recorded_response,
+    secrets_round,
 )
 
 CHAT = {
@@ -65,57 +70,21 @@ CHAT = {
         ),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_completions/stream.yaml": [
-        (
-            "toolUse",
-            "",
-            [
-                ("call_M26z19sncd7b4LBgzKRRbaUE", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_KPXe5NX7IcKkaBUhc6dto2QV",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (75, 53),
-        ),
+        secrets_round("call_M26z19sncd7b4LBgzKRRbaUE", "call_KPXe5NX7IcKkaBUhc6dto2QV", (75, 53)),
         (
             "stop",
             'The secrets associated with the passwords are:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death',
             [],
             (149, 28),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_NnkmjbtYL9gdZnGOMxYEl0A3", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_uvC42eCVUOg2Y35G9FQKjAOB",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (75, 53),
-        ),
+        secrets_round("call_NnkmjbtYL9gdZnGOMxYEl0A3", "call_uvC42eCVUOg2Y35G9FQKjAOB", (75, 53)),
         (
             "stop",
             'The secrets associated with the passwords are as follows:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death',
             [],
             (149, 30),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_H8jJ3J1KO9iBRstIu9VtSmif", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_alG3VrzLF9cAEppE4xxqeefv",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (75, 53),
-        ),
+        secrets_round("call_H8jJ3J1KO9iBRstIu9VtSmif", "call_alG3VrzLF9cAEppE4xxqeefv", (75, 53)),
         (
             "stop",
             'The secrets associated with the passwords are as follows:\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"',
@@ -124,57 +93,21 @@ CHAT = {
         ),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml": [
-        (
-            "toolUse",
-            "",
-            [
-                ("call_v6LacIrChvs6ITVpIZqy5tFc", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_onyWzk4mLTGKzW9cthmf4Llq",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (75, 53),
-        ),
+        secrets_round("call_v6LacIrChvs6ITVpIZqy5tFc", "call_onyWzk4mLTGKzW9cthmf4Llq", (75, 53)),
         (
             "stop",
             'The secrets associated with the passwords are as follows:\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death',
             [],
             (149, 32),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_kORjJVpmh91BGUtfuEyWTNHq", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_rwWftDkV0SjAa03c30QMCbHv",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (75, 53),
-        ),
+        secrets_round("call_kORjJVpmh91BGUtfuEyWTNHq", "call_rwWftDkV0SjAa03c30QMCbHv", (75, 53)),
         (
             "stop",
             'Here are the secrets associated with the passwords you provided:\n\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"',
             [],
             (149, 36),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_9WLrrxKdNop28QihgVejs7vX", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_FvwByGJHFMUkSCsWZ30WgOYh",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (75, 53),
-        ),
+        secrets_round("call_9WLrrxKdNop28QihgVejs7vX", "call_FvwByGJHFMUkSCsWZ30WgOYh", (75, 53)),
         (
             "stop",
             'Here are the secrets associated with the passwords:\n\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death',
@@ -217,57 +150,21 @@ RESPONSES = {
         ("stop", "1231 × 2331 = **2,869,461**", [], (94, 18)),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_responses/stream.yaml": [
-        (
-            "toolUse",
-            "",
-            [
-                ("call_sKC7OABqf2A2PTLCm0CLeRWV", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_OdR3s3xop0vtgkDyWRMLafuH",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (36, 54),
-        ),
+        secrets_round("call_sKC7OABqf2A2PTLCm0CLeRWV", "call_OdR3s3xop0vtgkDyWRMLafuH", (36, 54)),
         (
             "stop",
             "Here are the secrets associated with each password:\n\n- **mellon**: Welcome to Moria!\n- **radiance**: Life before Death",
             [],
             (136, 32),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_X6173PYkiubC8YJRPzr8osHX", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_OiUVT2dz7nh3PHrEPGnvLPyi",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (36, 54),
-        ),
+        secrets_round("call_X6173PYkiubC8YJRPzr8osHX", "call_OiUVT2dz7nh3PHrEPGnvLPyi", (36, 54)),
         (
             "stop",
             "Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death",
             [],
             (136, 30),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_JFcMnB3B0uvpADG11Egu9VT3", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_bFXbNfOOKMw0esfOPep1dwdW",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (36, 54),
-        ),
+        secrets_round("call_JFcMnB3B0uvpADG11Egu9VT3", "call_bFXbNfOOKMw0esfOPep1dwdW", (36, 54)),
         (
             "stop",
             'Here are the secrets associated with the passwords:\n\n- **mellon**: "Welcome to Moria!"\n- **radiance**: "Life before Death"',
@@ -276,57 +173,21 @@ RESPONSES = {
         ),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_responses/sync.yaml": [
-        (
-            "toolUse",
-            "",
-            [
-                ("call_bzXaB1HDWsWy7n6bMrxJzNNa", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_Dd4wvykCr6NttXKxRK0BFH96",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (36, 54),
-        ),
+        secrets_round("call_bzXaB1HDWsWy7n6bMrxJzNNa", "call_Dd4wvykCr6NttXKxRK0BFH96", (36, 54)),
         (
             "stop",
             'Here are the secrets:\n\n- For password "mellon": Welcome to Moria!\n- For password "radiance": Life before Death',
             [],
             (136, 30),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_QSN7tSAfBLgrTP3cvjbf7kTZ", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_nZTyOck74QejXCmecXxhMUly",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (36, 54),
-        ),
+        secrets_round("call_QSN7tSAfBLgrTP3cvjbf7kTZ", "call_nZTyOck74QejXCmecXxhMUly", (36, 54)),
         (
             "stop",
             "Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death",
             [],
             (136, 30),
         ),
-        (
-            "toolUse",
-            "",
-            [
-                ("call_ZuiErmwO3jdjHdDKTX2LH96R", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_KaOQQvNXdvVZSn8ZaOW8FQDE",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (36, 54),
-        ),
+        secrets_round("call_ZuiErmwO3jdjHdDKTX2LH96R", "call_KaOQQvNXdvVZSn8ZaOW8FQDE", (36, 54)),
         (
             "stop",
             'Here are the secrets:\n\n1. **Password: mellon** - "Welcome to Moria!"\n2. **Password: radiance** - "Life before Death"',
@@ -366,18 +227,11 @@ ANTHROPIC = {
         ("error", 401, False, "invalid x-api-key"),
     ],
     "mirascope/test_call_with_tools/anthropic_beta_claude_sonnet_4_0/async_stream.yaml": [
-        (
-            "toolUse",
-            "I'll retrieve the secrets for both passwords using parallel tool calls.",
-            [
-                ("toolu_011bPS5j9gFZsM7URe1242DY", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "toolu_01Q2suTpa6uBzfa9JB9FjSa3",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
+        secrets_round(
+            "toolu_011bPS5j9gFZsM7URe1242DY",
+            "toolu_01Q2suTpa6uBzfa9JB9FjSa3",
             (416, 111),
+            "I'll retrieve the secrets for both passwords using parallel tool calls.",
         ),
         (
             "stop",
@@ -387,18 +241,11 @@ ANTHROPIC = {
         ),
     ],
     "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml": [
-        (
-            "toolUse",
-            "I'll retrieve the secrets for both passwords you provided.",
-            [
-                ("toolu_015cUijgET79LXjgeYQerN2h", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "toolu_01XZTimPexA7h3EVKesnKt5T",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
+        secrets_round(
+            "toolu_015cUijgET79LXjgeYQerN2h",
+            "toolu_01XZTimPexA7h3EVKesnKt5T",
             (416, 109),
+            "I'll retrieve the secrets for both passwords you provided.",
         ),
         (
             "stop",
@@ -408,18 +255,11 @@ ANTHROPIC = {
         ),
     ],
     "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/sync.yaml": [
-        (
-            "toolUse",
-            "I'll retrieve the secrets for both passwords you provided.",
-            [
-                ("toolu_01BUvqBj8Yb34pNAbCJJY1oc", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "toolu_01VPuQJ1LonDBYXrr8pqPkqQ",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
+        secrets_round(
+            "toolu_01BUvqBj8Yb34pNAbCJJY1oc",
+            "toolu_01VPuQJ1LonDBYXrr8pqPkqQ",
             (416, 109),
+            "I'll retrieve the secrets for both passwords you provided.",
         ),
         (
             "stop",
@@ -437,82 +277,25 @@ CASES = [
 ]
 
 
-def _header(headers: dict[str, Any], name: str) -> str | None:
-    for key, value in (headers or {}).items():
-        if key.lower() == name:
-            return value[0] if isinstance(value, list) else value
-    return None
-
-
-def _interactions(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        return yaml.safe_load(f)["interactions"]  # type: ignore[no-any-return]
-
-
-def _body(response: dict[str, Any]) -> bytes:
-    raw = response["body"]["string"]
-    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-    if _header(response["headers"], "content-encoding") == "gzip":
-        data = gzip.decompress(data)
-    return data
-
-
-class _Chunked(httpx2.AsyncByteStream):
-    def __init__(self, data: bytes, size: int) -> None:
-        self.data, self.size = data, size
-
-    async def __aiter__(self):  # type: ignore[override]
-        for i in range(0, len(self.data), self.size):
-            yield self.data[i : i + self.size]
-
-
-def _response(interaction: dict[str, Any], chunk: int | None) -> httpx2.Response:
-    response = interaction["response"]
-    data = _body(response)
-    headers = {"content-type": _header(response["headers"], "content-type") or "application/json"}
-    for name in ("retry-after", "retry-after-ms"):
-        if (value := _header(response["headers"], name)) is not None:
-            headers[name] = value
-    status = response["status"]["code"]
-    if chunk is None:
-        return httpx2.Response(status, headers=headers, content=data)
-    return httpx2.Response(status, headers=headers, stream=_Chunked(data, chunk))
-
-
-def _check(message: Any, expected: tuple[Any, ...]) -> None:
-    if expected[0] == "error":
-        _, status, retryable, text = expected
-        assert message.stop_reason == "error"
-        assert message.error_status == status
-        assert message.error_retryable is retryable
-        assert text in message.error_message
-        return
-    reason, text, calls, (input_tokens, output_tokens) = expected
-    assert message.stop_reason == reason
-    assert message.text == text
-    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == calls
-    assert all(c.raw_arguments is None for c in message.tool_calls)
-    assert (message.usage.input_tokens, message.usage.output_tokens) == (
-        input_tokens,
-        output_tokens,
-    )
+# what the adapters read from an error response besides its body
+RETRY_HEADERS = ("retry-after", "retry-after-ms")
 
 
 @pytest.mark.parametrize(("name", "factory", "expected"), CASES, ids=[c[0] for c in CASES])
 async def test_replay_recording(
     conformance_cassettes: Path, name: str, factory: Any, expected: list[tuple[Any, ...]]
 ) -> None:
-    interactions = _interactions(conformance_cassettes / name)
+    interactions = recorded_interactions(conformance_cassettes / name)
     assert len(interactions) == len(expected)
     for interaction, want in zip(interactions, expected, strict=True):
         request = interaction["request"]
         stream = bool(json.loads(request["body"]).get("stream"))
         for chunk in (None, 7) if stream else (None,):
-            rec = Recorder(_response(interaction, chunk))
+            rec = Recorder(recorded_response(interaction["response"], chunk, RETRY_HEADERS))
             provider = factory(rec, stream)
             with guard.allow_model_requests(False), guard.replaying():
                 _, message = await collect(provider, Context(messages=[UserMessage(content="x")]))
-            _check(message, want)
+            check_message(message, want)
             # our adapter called the same endpoint the recording was made against
             assert rec.requests[0].url.path == urlsplit(request["uri"]).path
             assert bool(json.loads(rec.requests[0].content).get("stream")) is stream
@@ -558,8 +341,8 @@ def test_any_chunking_gives_the_same_message(
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    interaction = _interactions(conformance_cassettes / name)[0]
-    data = _body(interaction["response"])
+    interaction = recorded_interactions(conformance_cassettes / name)[0]
+    data = recorded_body(interaction["response"])
     headers = {"content-type": "text/event-stream"}
 
     async def replay(stream: httpx2.AsyncByteStream | None) -> dict[str, Any]:

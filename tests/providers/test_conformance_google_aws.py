@@ -13,56 +13,41 @@ into 7-byte pieces and must give the same message.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import httpx2
 import pytest
-import yaml
 
 from openprogram.providers import guard
 from openprogram.providers.base import Context
 from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
-from tests.providers._adapters_http import BASE, Recorder, collect
+from tests.providers._adapters_http import Recorder, collect
 from tests.providers._google_aws import BedrockStub, RawBody, Reply, gemini_provider
+from tests.providers._helper import (
+    check_message,
+    recorded_body,
+    recorded_interactions,
+    recorded_response,
+    recording_header,
+    secrets_round,
+)
 
 MORIA = 'The secrets associated with the passwords "mellon" and "radiance" are "Welcome to Moria!" and "Life before Death" respectively.'
 NOT_FOUND = "models/this-model-does-not-exist-12345 is not found for API version v1beta"
 
 GEMINI: dict[str, list[tuple[Any, ...]]] = {
     "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml": [
-        (
-            "toolUse",
-            "",
-            [
-                ("call_G5nyaJuGE-yrqtsPmJHUoAs_0", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_G5nyaJuGE-yrqtsPmJHUoAs_1",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (70, 40 + 61),
+        secrets_round(
+            "call_G5nyaJuGE-yrqtsPmJHUoAs_0", "call_G5nyaJuGE-yrqtsPmJHUoAs_1", (70, 40 + 61)
         ),
         ("stop", MORIA, [], (211, 30)),
     ],
     "mirascope/test_call_with_tools/google_gemini_2_5_flash/sync.yaml": [
-        (
-            "toolUse",
-            "",
-            [
-                ("call_AJnyaJv6GPulqtsP5Z6fgAs_0", "secret_retrieval_tool", {"password": "mellon"}),
-                (
-                    "call_AJnyaJv6GPulqtsP5Z6fgAs_1",
-                    "secret_retrieval_tool",
-                    {"password": "radiance"},
-                ),
-            ],
-            (70, 40 + 76),
+        secrets_round(
+            "call_AJnyaJv6GPulqtsP5Z6fgAs_0", "call_AJnyaJv6GPulqtsP5Z6fgAs_1", (70, 40 + 76)
         ),
         (
             "stop",
@@ -221,73 +206,6 @@ ANTHROPIC_ON_BEDROCK: dict[str, list[tuple[Any, ...]]] = {
 }
 
 
-def _header(headers: dict[str, Any], name: str) -> str | None:
-    for key, value in (headers or {}).items():
-        if key.lower() == name:
-            value = value[0] if isinstance(value, list) else value
-            return value.decode() if isinstance(value, bytes) else str(value)
-    return None
-
-
-def _interactions(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        return yaml.safe_load(f)["interactions"]  # type: ignore[no-any-return]
-
-
-def _body(response: dict[str, Any]) -> bytes:
-    if "parsed_body" in response:  # pydantic-ai's serializer
-        return json.dumps(response["parsed_body"]).encode()
-    raw = response["body"]["string"]
-    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-    if _header(response["headers"], "content-encoding") == "gzip":
-        data = gzip.decompress(data)
-    return data
-
-
-def _check(message: AssistantMessage, expected: tuple[Any, ...]) -> None:
-    if expected[0] == "error":
-        _, status, retryable, text = expected
-        assert (message.stop_reason, message.error_status, message.error_retryable) == (
-            "error",
-            status,
-            retryable,
-        )
-        assert text in (message.error_message or "")
-        assert message.tool_calls == []
-        return
-    reason, text, calls, (input_tokens, output_tokens) = expected
-    assert message.stop_reason == reason, message.error_message
-    if isinstance(text, tuple):
-        prefix, length = text
-        assert message.text.startswith(prefix) and len(message.text) == length
-    else:
-        assert message.text == text
-    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == calls
-    assert all(c.raw_arguments is None for c in message.tool_calls)
-    assert (message.usage.input_tokens, message.usage.output_tokens) == (
-        input_tokens,
-        output_tokens,
-    )
-
-
-class _Pieces(httpx2.AsyncByteStream):
-    def __init__(self, data: bytes, size: int) -> None:
-        self.data, self.size = data, size
-
-    async def __aiter__(self):  # type: ignore[override]
-        for i in range(0, len(self.data), self.size):
-            yield self.data[i : i + self.size]
-
-
-def _http_response(response: dict[str, Any], chunk: int | None) -> httpx2.Response:
-    data = _body(response)
-    headers = {"content-type": _header(response["headers"], "content-type") or "application/json"}
-    status = response["status"]["code"]
-    if chunk is None:
-        return httpx2.Response(status, headers=headers, content=data)
-    return httpx2.Response(status, headers=headers, stream=_Pieces(data, chunk))
-
-
 async def _replay(provider: Any, model: str) -> AssistantMessage:
     with guard.allow_model_requests(False), guard.replaying():
         _, message = await collect(
@@ -298,7 +216,7 @@ async def _replay(provider: Any, model: str) -> AssistantMessage:
 
 @pytest.mark.parametrize("name", list(GEMINI))
 async def test_gemini_recording(conformance_cassettes: Path, name: str) -> None:
-    interactions = _interactions(conformance_cassettes / name)
+    interactions = recorded_interactions(conformance_cassettes / name)
     assert len(interactions) == len(GEMINI[name])
     for interaction, want in zip(interactions, GEMINI[name], strict=True):
         uri = urlsplit(interaction["request"]["uri"])
@@ -306,11 +224,11 @@ async def test_gemini_recording(conformance_cassettes: Path, name: str) -> None:
         vertex = "/projects/" in uri.path
         model = re.search(r"/models/([^:/]+):", uri.path).group(1)  # type: ignore[union-attr]
         for chunk in (None, 7) if stream else (None,):
-            rec = Recorder(_http_response(interaction["response"], chunk))
+            rec = Recorder(recorded_response(interaction["response"], chunk))
             provider = gemini_provider(
                 rec, stream, vertex=vertex, api_version=uri.path.split("/")[1]
             )
-            _check(await _replay(provider, model), want)
+            check_message(await _replay(provider, model), want)
             assert (
                 rec.requests[0].url.path == uri.path
             )  # the endpoint the recording was made against
@@ -328,9 +246,9 @@ async def test_gemini_signature_goes_back_as_the_sdk_sends_it(
 ) -> None:
     """The follow-up request carries each call's thoughtSignature exactly as the recording's own
     client sent it (URL-safe base64), with the call it belongs to."""
-    first, second = _interactions(conformance_cassettes / name)
+    first, second = recorded_interactions(conformance_cassettes / name)
     rec = Recorder(
-        _http_response(first["response"], None), _http_response(second["response"], None)
+        recorded_response(first["response"], None), recorded_response(second["response"], None)
     )
     provider = gemini_provider(rec, True)
     message = await _replay(provider, "m")
@@ -357,12 +275,12 @@ async def test_gemini_signature_goes_back_as_the_sdk_sends_it(
 
 
 def _reply(response: dict[str, Any], stream: bool, chunk: int | None) -> Reply:
-    data = _body(response)
+    data = recorded_body(response)
     status = response["status"]["code"]
     headers = {
         k: v
         for k in ("x-amzn-ErrorType", "content-type")
-        if (v := _header(response["headers"], k.lower()))
+        if (v := recording_header(response["headers"], k.lower()))
     }
     body = RawBody([data[i : i + chunk] for i in range(0, len(data), chunk)]) if chunk else data
     return Reply(status, body, headers, stream=stream)
@@ -372,7 +290,7 @@ def _reply(response: dict[str, Any], stream: bool, chunk: int | None) -> Reply:
 async def test_bedrock_recording(conformance_cassettes: Path, name: str) -> None:
     from openprogram.providers.bedrock import BedrockProvider
 
-    interactions = _interactions(conformance_cassettes / name)
+    interactions = recorded_interactions(conformance_cassettes / name)
     assert len(interactions) == len(BEDROCK[name])
     for interaction, want in zip(interactions, BEDROCK[name], strict=True):
         uri = urlsplit(interaction["request"]["uri"])
@@ -380,7 +298,7 @@ async def test_bedrock_recording(conformance_cassettes: Path, name: str) -> None
         model = unquote(uri.path.split("/")[2])
         for chunk in (None, 7) if stream else (None,):
             stub = BedrockStub(_reply(interaction["response"], stream, chunk))
-            _check(await _replay(BedrockProvider(stub.client(), stream=stream), model), want)
+            check_message(await _replay(BedrockProvider(stub.client(), stream=stream), model), want)
             assert urlsplit(stub.requests[0].url).path == uri.path
 
 
@@ -390,22 +308,20 @@ async def test_anthropic_on_bedrock_recording(conformance_cassettes: Path, name:
 
     from openprogram.providers.anthropic import AnthropicProvider
 
-    interactions = _interactions(conformance_cassettes / name)
+    interactions = recorded_interactions(conformance_cassettes / name)
     assert len(interactions) == len(ANTHROPIC_ON_BEDROCK[name])
     for interaction, want in zip(interactions, ANTHROPIC_ON_BEDROCK[name], strict=True):
         uri = urlsplit(interaction["request"]["uri"])
         model = unquote(uri.path.split("/")[2])
         for chunk in (None, 7):
-            rec = Recorder(_http_response(interaction["response"], chunk))
+            rec = Recorder(recorded_response(interaction["response"], chunk))
             client = AsyncAnthropicBedrock(
                 aws_region="us-east-1",
                 aws_access_key="AKIDTEST",
                 aws_secret_key="test",
-                base_url=BASE,
-                http_client=rec.client(),
-                max_retries=0,
+                **rec.sdk_options(),
             )
-            _check(await _replay(AnthropicProvider(client), model), want)
+            check_message(await _replay(AnthropicProvider(client), model), want)
             assert unquote(rec.requests[0].url.path) == unquote(uri.path)
             assert rec.requests[0].headers["authorization"].startswith("AWS4-HMAC-SHA256")
 

@@ -18,12 +18,10 @@ from openprogram.cancel import CancelToken
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import (
     AssistantMessage,
-    ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
-    ToolSpec,
     UserMessage,
 )
 from tests.providers._adapters_http import (
@@ -35,19 +33,9 @@ from tests.providers._adapters_http import (
     types,
 )
 from tests.providers._google_aws import gemini_chunk, gemini_provider, gemini_sse
+from tests.providers._helper import ADD, ADD_SPEC, CTX, PNG, request_history, run_add_loop
 
-CTX = Context(messages=[UserMessage(content="hi")])
-ADD_SPEC = ToolSpec(
-    name="add",
-    description="Add two integers.",
-    parameters={
-        "type": "object",
-        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-    },
-)
 SIG = base64.b64encode(bytes(range(200, 256)) + b"\xfb\xff").decode()  # has '+' and '/'
-PNG = base64.b64encode(b"\x89PNG fake").decode()
 
 
 def gsse(*chunks: dict[str, Any] | str) -> httpx2.Response:
@@ -73,16 +61,9 @@ def history() -> Context:
         api="google-gemini",
         provider="google",
     )
-    return Context(
-        system_prompt="Be brief.",
-        messages=[
-            UserMessage(
-                content=[
-                    TextContent(text="look"),
-                    ImageContent(data_b64=PNG, mime_type="image/png"),
-                ]
-            ),
-            own,
+    return request_history(
+        own,
+        [
             ToolResultMessage(
                 tool_call_id="call_r_0", tool_name="add", content=[TextContent(text="5")]
             ),
@@ -92,12 +73,10 @@ def history() -> Context:
                 content=[TextContent(text="no")],
                 is_error=True,
             ),
-            AssistantMessage(
-                content=[TextContent(text="lost")], stop_reason="error", api="google-gemini"
-            ),
-            UserMessage(content="and?"),
         ],
-        tools=[ADD_SPEC],
+        AssistantMessage(
+            content=[TextContent(text="lost")], stop_reason="error", api="google-gemini"
+        ),
     )
 
 
@@ -406,7 +385,7 @@ async def test_blocked_prompt_is_an_error_with_the_reason() -> None:
 async def test_safety_stop_after_a_call_does_not_run_it() -> None:
     chunk = gemini_chunk([{"functionCall": {"name": "add", "args": {"a": 1, "b": 2}}}], "SAFETY")
     ran: list[Any] = []
-    tool = {"spec": ADD_SPEC.model_dump(), "execute": lambda args: ran.append(args) or 3}
+    tool = {**ADD, "execute": lambda args: ran.append(args) or 3}
     stream = agent_loop(
         "hi",
         AgentContext(tools=[tool]),
@@ -579,14 +558,7 @@ async def test_full_loop_sends_the_results_and_the_signature_back() -> None:
         )
     )
     rec = Recorder(tool_round, text_round())
-    tool = {"spec": ADD_SPEC.model_dump(), "execute": lambda args: args["a"] + args["b"]}
-    stream = agent_loop(
-        "What is 2+3?",
-        AgentContext(system_prompt="Use tools.", tools=[tool]),
-        LoopConfig(provider=gemini_provider(rec), model="m", tool_choice="auto"),
-    )
-    [e async for e in stream]
-    messages = await stream.result()
+    _, stream, messages = await run_add_loop(gemini_provider(rec))
     assert stream.termination == "completed" and messages[-1].text == "It is 5."  # type: ignore[union-attr]
     second = rec.bodies[1]
     url_sig = base64.urlsafe_b64encode(base64.b64decode(SIG)).decode()

@@ -6,20 +6,7 @@ import pytest
 
 from openprogram.providers.base import Context, error_retryable
 from openprogram.types import UserMessage
-from tests.providers._adapters_http import (
-    Recorder,
-    anthropic_provider,
-    chat_provider,
-    collect,
-    json_response,
-    responses_provider,
-)
-
-FACTORIES = {
-    "chat": chat_provider,
-    "responses": responses_provider,
-    "anthropic": anthropic_provider,
-}
+from tests.providers._adapters_http import FACTORIES, Recorder, collect, json_response
 
 
 @pytest.mark.parametrize(
