@@ -34,6 +34,8 @@ from openprogram_testing.faults import (
     TruncateAfter,
 )
 from openprogram_testing.trace import run_loop
+from tests.providers._adapters_http import anthropic_end, anthropic_start, anthropic_text, sse
+from tests.providers._helper import ADD_TEXT
 
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
 
@@ -101,19 +103,6 @@ def interaction(
 def write(path: Path, *interactions: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump({"version": 1, "interactions": list(interactions)}))
     return path
-
-
-ADD = {
-    "spec": {
-        "name": "add",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
-        },
-    },
-    "execute": lambda arguments: str(arguments["a"] + arguments["b"]),
-}
 
 
 def chat(max_retries: int = 0) -> OpenAIChatProvider:
@@ -318,7 +307,7 @@ def tool_loop(tmp_path: Path) -> Path:
 
 async def test_unmutated_tool_loop(tool_loop: Path) -> None:
     with use_cassette(tool_loop):
-        trace = await run_loop(chat(), "add", tools=[ADD])
+        trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert trace.final_text == "The sum is 5."
     assert [r.content[0].text for r in trace.tool_results] == ["5"]  # type: ignore[union-attr]
 
@@ -337,7 +326,7 @@ async def test_faults_on_the_first_turn_end_the_loop_in_error_without_running_to
     tool_loop: Path, mutation: Any, message: str
 ) -> None:
     with use_cassette(tool_loop, mutations={0: [mutation]}, allow_unplayed=True) as cassette:
-        trace = await run_loop(chat(), "add", tools=[ADD])
+        trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert trace.termination == "error"
     assert message in (trace.error or "")
     assert trace.tool_results == []
@@ -348,7 +337,7 @@ async def test_http_error_with_retry_after(tool_loop: Path) -> None:
     with use_cassette(
         tool_loop, mutations={0: [HttpError(429, {"retry-after": "7"})]}, allow_unplayed=True
     ):
-        trace = await run_loop(chat(), "add", tools=[ADD])
+        trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     failed = trace.assistant_messages[-1]
     assert (failed.error_status, failed.error_retryable, failed.error_retry_after_s) == (
         429,
@@ -359,57 +348,14 @@ async def test_http_error_with_retry_after(tool_loop: Path) -> None:
 
 async def test_garbled_arguments_reach_the_tool_as_a_validation_error(tool_loop: Path) -> None:
     with use_cassette(tool_loop, mutations={0: [GarbleToolArguments(0)]}):
-        trace = await run_loop(chat(), "add", tools=[ADD])
+        trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     [result] = trace.tool_results
     assert result.is_error and "not valid JSON" in result.content[0].text  # type: ignore[union-attr]
     assert trace.termination == "completed"  # the model got the error and answered
 
 
 async def test_drop_terminal_on_anthropic(tmp_path: Path) -> None:
-    frames = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_1",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "claude-x",
-                    "content": [],
-                    "stop_reason": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 1},
-                },
-            },
-        ),
-        (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": "Bonjour"},
-            },
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 2},
-            },
-        ),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    body = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in frames)
+    body = sse([anthropic_start(1), *anthropic_text(0, "Bonjour"), *anthropic_end(out=2)]).decode()
     path = write(
         tmp_path / "anthropic.yaml",
         interaction(body, uri="https://api.anthropic.com/v1/messages"),
@@ -426,7 +372,7 @@ async def test_drop_terminal_on_anthropic(tmp_path: Path) -> None:
 async def test_stall_delays_the_rest_of_the_stream(tool_loop: Path) -> None:
     with use_cassette(tool_loop, mutations={1: [Stall(0.3, after_frame=1)]}):
         started = time.monotonic()
-        trace = await run_loop(chat(), "add", tools=[ADD])
+        trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
         elapsed = time.monotonic() - started
     assert trace.final_text == "The sum is 5."
     assert elapsed >= 0.3  # a lower bound only: the stall happened
@@ -434,14 +380,14 @@ async def test_stall_delays_the_rest_of_the_stream(tool_loop: Path) -> None:
 
 async def test_rechunking_to_single_bytes_changes_nothing(tool_loop: Path) -> None:
     with use_cassette(tool_loop, mutations=[Rechunk(sizes=[1])]):
-        trace = await run_loop(chat(), "add", tools=[ADD])
+        trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert trace.final_text == "The sum is 5."
 
 
 async def test_a_mutation_that_does_not_fit_names_the_interaction(tool_loop: Path) -> None:
     with pytest.raises(CassetteError) as caught:
         with use_cassette(tool_loop, mutations={1: [GarbleToolArguments(0)]}):
-            await run_loop(chat(), "add", tools=[ADD])
+            await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert (
         f"cassette {tool_loop}, interaction 1: GarbleToolArguments(i=0): the openai_chat "
         "stream has only 0 tool call(s)" in str(caught.value)

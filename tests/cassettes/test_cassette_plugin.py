@@ -20,28 +20,16 @@ from openprogram_testing.emulator import ProviderEmulator
 from openprogram_testing.faults import TruncateAfter
 from openprogram_testing.scripted import call, turn
 from openprogram_testing.trace import run_loop
+from tests.providers._helper import ADD_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
-
-ADD = {
-    "spec": {
-        "name": "add",
-        "description": "Add two integers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
-        },
-    },
-    "execute": lambda arguments: str(arguments["a"] + arguments["b"]),
-}
 
 
 async def _tool_loop(cassette: CassetteSession) -> tuple[object, int]:
     script = [turn(call("add", {"a": 2, "b": 3}), "Let me add."), "2 + 3 = 5."]
     with ProviderEmulator(script) as emulator:
         provider = OpenAIChatProvider(api_key="dummy-key", base_url=emulator.openai_base_url)
-        trace = await run_loop(provider, "What is 2 + 3?", tools=[ADD])
+        trace = await run_loop(provider, "What is 2 + 3?", tools=[ADD_TEXT])
         live = len(emulator.requests)
     if cassette.replay_only:
         assert live == 0  # answered from the file

@@ -25,6 +25,7 @@ from openprogram_testing.scripted import (
     think,
     turn,
 )
+from tests.providers._helper import ADD
 
 ADAPTERS = {
     "openai_chat": lambda emu, stream: OpenAIChatProvider(
@@ -37,21 +38,6 @@ ADAPTERS = {
         base_url=emu.anthropic_base_url, api_key="test", stream=stream
     ),
 }
-
-
-def add_tool() -> dict[str, Any]:
-    return {
-        "spec": {
-            "name": "add",
-            "description": "Add two integers.",
-            "parameters": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"],
-            },
-        },
-        "execute": lambda args: args["a"] + args["b"],
-    }
 
 
 def script(api: str, seen: list[ModelRequest]) -> list[Any]:
@@ -78,7 +64,7 @@ def script(api: str, seen: list[ModelRequest]) -> list[Any]:
 
 
 async def run(provider: Any, tools: Any = None, prompt: str = "add 2+3 and 4+5") -> Any:
-    context = AgentContext(system_prompt="Be exact.", tools=tools or [add_tool()])
+    context = AgentContext(system_prompt="Be exact.", tools=tools or [ADD])
     stream = agent_loop(prompt, context, LoopConfig(provider=provider, model="m-1"))
     try:
         async for _ in stream:
@@ -146,8 +132,7 @@ async def test_http_error_reaches_the_loop_as_a_provider_error(api):
 @pytest.mark.parametrize("api", list(ADAPTERS))
 async def test_disconnect_mid_stream_never_runs_the_tools(api):
     ran: list[Any] = []
-    tool = add_tool()
-    tool["execute"] = lambda args: ran.append(args) or 0
+    tool = {**ADD, "execute": lambda args: ran.append(args) or 0}
     with ProviderEmulator() as emu:
         emu.add(
             turn(call("add", {"a": 1, "b": 2}), chunk_size=2), faults=[Fault.disconnect_after(5)]
@@ -175,8 +160,7 @@ async def test_missing_terminal_frame(api):
 @pytest.mark.parametrize("api", list(ADAPTERS))
 async def test_cut_stream_is_an_error_and_its_calls_never_run(api):
     ran: list[Any] = []
-    tool = add_tool()
-    tool["execute"] = lambda args: ran.append(args) or 0
+    tool = {**ADD, "execute": lambda args: ran.append(args) or 0}
     with ProviderEmulator([cut_turn("partial", call("add", {"a": 1, "b": 2}))]) as emu:
         stream, messages = await run(ADAPTERS[api](emu, True), [tool], "go")
         emu.assert_complete()

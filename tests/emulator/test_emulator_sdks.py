@@ -73,28 +73,26 @@ async def _close_clients() -> Any:
         await _CLIENTS.pop().close()
 
 
-def oai(emu: ProviderEmulator, **kw: Any) -> openai.AsyncOpenAI:
+def _client(sdk: Any, client_class: Any, base_url: str, **kw: Any) -> Any:
+    """An official SDK client on the emulator (the shared TLS context, no retries unless asked),
+    closed when the test ends."""
     kw.setdefault("max_retries", 0)
-    client = openai.AsyncOpenAI(
-        base_url=emu.openai_base_url,
+    client = client_class(
+        base_url=base_url,
         api_key="test",
-        http_client=openai.DefaultAsyncHttpxClient(verify=_TLS),
+        http_client=sdk.DefaultAsyncHttpxClient(verify=_TLS),
         **kw,
     )
     _CLIENTS.append(client)
     return client
+
+
+def oai(emu: ProviderEmulator, **kw: Any) -> openai.AsyncOpenAI:
+    return _client(openai, openai.AsyncOpenAI, emu.openai_base_url, **kw)
 
 
 def ant(emu: ProviderEmulator, **kw: Any) -> anthropic.AsyncAnthropic:
-    kw.setdefault("max_retries", 0)
-    client = anthropic.AsyncAnthropic(
-        base_url=emu.anthropic_base_url,
-        api_key="test",
-        http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS),
-        **kw,
-    )
-    _CLIENTS.append(client)
-    return client
+    return _client(anthropic, anthropic.AsyncAnthropic, emu.anthropic_base_url, **kw)
 
 
 # -- a normalised view of one SDK response ---------------------------------------------------

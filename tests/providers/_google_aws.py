@@ -43,6 +43,14 @@ def gemini_provider(
     return GeminiProvider(client, stream=stream)
 
 
+def gemini_at(base_url: str, **kw: Any) -> Any:
+    """A ``GeminiProvider`` that builds its own client against ``base_url`` (an emulator, or a
+    dead address while a cassette answers) with a test key."""
+    from openprogram.providers.gemini import GeminiProvider
+
+    return GeminiProvider(api_key="test-key", base_url=base_url, **kw)
+
+
 def gemini_sse(chunks: Iterable[dict[str, Any] | str]) -> bytes:
     """Gemini's SSE: ``data:`` lines with CRLF endings, no end sentinel."""
     return b"".join(
@@ -287,6 +295,25 @@ def bedrock_provider(stub: BedrockStub, stream: bool = True) -> Any:
     from openprogram.providers.bedrock import BedrockProvider
 
     return BedrockProvider(stub.client(), stream=stream)
+
+
+def bedrock_at(base_url: str, **kw: Any) -> Any:
+    """A ``BedrockProvider`` that builds its own botocore client against ``base_url`` with test
+    credentials; ``timeout`` (seconds) becomes botocore's read and connect timeouts."""
+    from botocore.config import Config
+
+    from openprogram.providers.bedrock import BedrockProvider
+
+    timeout = kw.pop("timeout", None)
+    config = Config(read_timeout=timeout, connect_timeout=timeout) if timeout else None
+    return BedrockProvider(
+        base_url=base_url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIDTEST",
+        aws_secret_access_key="test-secret",
+        config=config,
+        **kw,
+    )
 
 
 def raw_pieces(data: bytes, size: int) -> RawBody:

@@ -23,31 +23,8 @@ from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.types import ToolResultMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import call, turn
+from tests.providers._google_aws import bedrock_at, gemini_at
 from tests.providers._helper import MUL, final_message, run_mul_loop
-
-
-def gemini(emu: ProviderEmulator, **kw: Any) -> Any:
-    from openprogram.providers.gemini import GeminiProvider
-
-    return GeminiProvider(api_key="test-key", base_url=emu.base_url, **kw)
-
-
-def bedrock(emu: ProviderEmulator, **kw: Any) -> Any:
-    from botocore.config import Config
-
-    from openprogram.providers.bedrock import BedrockProvider
-
-    timeout = kw.pop("timeout", None)
-    config = Config(read_timeout=timeout, connect_timeout=timeout) if timeout else None
-    return BedrockProvider(
-        base_url=emu.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="AKIDTEST",
-        aws_secret_access_key="test-secret",
-        config=config,
-        **kw,
-    )
-
 
 OPENAI_ANTHROPIC = {
     "openai_chat": lambda emu, **kw: OpenAIChatProvider(
@@ -60,7 +37,10 @@ OPENAI_ANTHROPIC = {
         base_url=emu.anthropic_base_url, api_key="t", **kw
     ),
 }
-GOOGLE_AWS = {"gemini": gemini, "bedrock": bedrock}
+GOOGLE_AWS = {
+    "gemini": lambda emu, **kw: gemini_at(emu.base_url, **kw),
+    "bedrock": lambda emu, **kw: bedrock_at(emu.base_url, **kw),
+}
 ADAPTERS = {**OPENAI_ANTHROPIC, **GOOGLE_AWS}
 # The Gemini and Bedrock SDKs open a stream more slowly: they get more time before the cancel
 # fires and a longer client timeout.  (seconds: cancel after, client timeout)
@@ -184,7 +164,7 @@ async def test_frame_faults_end_in_one_clean_error(api: str, fault: str) -> None
 async def test_crc_mismatch_on_bedrock_is_a_malformed_frame() -> None:
     with ProviderEmulator() as emu:
         emu.add(turn("hello world", chunk_size=2), faults=[Fault.crc_mismatch(2)])
-        message = await final_message(bedrock(emu))
+        message = await final_message(bedrock_at(emu.base_url))
     assert message.stop_reason == "error" and message.error_retryable is True
     assert "malformed stream frame" in (message.error_message or "")
 

@@ -17,55 +17,32 @@ from openprogram_testing.emulator import ProviderEmulator
 from openprogram_testing.faults import DropTerminal, TruncateAfter
 from openprogram_testing.scripted import call, turn
 from openprogram_testing.trace import run_loop
+from tests.providers._google_aws import bedrock_at, gemini_at
+from tests.providers._helper import ADD_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
-ADD = {
-    "spec": {
-        "name": "add",
-        "description": "Add two integers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"],
-        },
-    },
-    "execute": lambda arguments: str(arguments["a"] + arguments["b"]),
-}
 DEAD = "http://127.0.0.1:9"  # nothing listens: replay must not need the network
 
 
-def provider(api: str, base_url: str) -> Any:
-    if api == "gemini":
-        from openprogram.providers.gemini import GeminiProvider
-
-        return GeminiProvider(api_key="test-key", base_url=base_url)
-    from openprogram.providers.bedrock import BedrockProvider
-
-    return BedrockProvider(
-        base_url=base_url,
-        region_name="us-east-1",
-        aws_access_key_id="AKIDTEST",
-        aws_secret_access_key="test-secret",
-    )
+PROVIDERS = {"gemini": gemini_at, "bedrock": bedrock_at}
 
 
 async def _tool_loop(api: str, cassette: CassetteSession) -> Any:
     script = [turn(call("add", {"a": 2, "b": 3}), "Let me add."), "2 + 3 = 5."]
     with ProviderEmulator(script) as emulator:
         url = emulator.base_url if not cassette.replay_only else DEAD
-        return await run_loop(provider(api, url), "What is 2 + 3?", tools=[ADD], model="m")
+        return await run_loop(PROVIDERS[api](url), "What is 2 + 3?", tools=[ADD_TEXT], model="m")
 
 
-@pytest.mark.op_cassette("emulator/gemini_tool_loop")
-async def test_gemini_tool_loop_replays(cassette: CassetteSession) -> None:
-    trace = await _tool_loop("gemini", cassette)
-    assert trace.termination == "completed" and trace.final_text == "2 + 3 = 5."
-    assert [r.content[0].text for r in trace.tool_results] == ["5"]
-
-
-@pytest.mark.op_cassette("emulator/bedrock_tool_loop")
-async def test_bedrock_tool_loop_replays(cassette: CassetteSession) -> None:
-    trace = await _tool_loop("bedrock", cassette)
+@pytest.mark.parametrize(
+    "api",
+    [
+        pytest.param(api, marks=pytest.mark.op_cassette(f"emulator/{api}_tool_loop"), id=api)
+        for api in PROVIDERS
+    ],
+)
+async def test_tool_loop_replays(api: str, cassette: CassetteSession) -> None:
+    trace = await _tool_loop(api, cassette)
     assert trace.termination == "completed" and trace.final_text == "2 + 3 = 5."
     assert [r.content[0].text for r in trace.tool_results] == ["5"]
 
@@ -82,7 +59,7 @@ def _frames(api: str) -> int:
     return len(split_messages(body if isinstance(body, bytes) else str(body).encode("latin-1")))
 
 
-@pytest.mark.parametrize("api", ["gemini", "bedrock"])
+@pytest.mark.parametrize("api", PROVIDERS)
 async def test_every_cut_of_the_recording_ends_in_one_clean_error(api: str) -> None:
     path = ROOT / "cassettes" / "emulator" / f"{api}_tool_loop.yaml"
     count = _frames(api)
@@ -93,6 +70,8 @@ async def test_every_cut_of_the_recording_ends_in_one_clean_error(api: str) -> N
             guard.allow_model_requests(False),
             use_cassette(path, mutations={0: mutation}, allow_unplayed=True),
         ):
-            trace = await run_loop(provider(api, DEAD), "What is 2 + 3?", tools=[ADD], model="m")
+            trace = await run_loop(
+                PROVIDERS[api](DEAD), "What is 2 + 3?", tools=[ADD_TEXT], model="m"
+            )
         assert trace.termination == "error", mutation
         assert trace.tool_results == []  # the calls of a cut message never ran
