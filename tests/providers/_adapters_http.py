@@ -97,6 +97,12 @@ def types(events: list[AssistantMessageEvent]) -> list[str]:
     return [e.type for e in events]
 
 
+def block_types(kind: str, deltas: int = 1) -> list[str]:
+    """The event types of one streamed ``kind`` block (``text``, ``thinking``, ``toolcall``):
+    its start, ``deltas`` deltas, its end."""
+    return [f"{kind}_start", *[f"{kind}_delta"] * deltas, f"{kind}_end"]
+
+
 def chat_provider(rec: Recorder, stream: bool = True) -> Any:
     import openai
 
@@ -156,10 +162,12 @@ class StallingStream(httpx2.AsyncByteStream):
         self.closed = True
 
 
-# -- Anthropic Messages stream events (frames for ``sse``) ----------------------------------
+# -- typed stream events (frames for ``sse``) ------------------------------------------------
 
 
-def anthropic_event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+def sse_event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+    """An (event, data) frame for ``sse`` whose data names its own type, as every event of
+    Anthropic's Messages stream and of OpenAI's Responses stream does."""
     return kind, {"type": kind, **fields}
 
 
@@ -167,7 +175,7 @@ def anthropic_start(
     inp: int = 12, cache_read: int = 0, cache_write: int = 0
 ) -> tuple[str, dict[str, Any]]:
     """``message_start`` of an empty assistant message with this input usage."""
-    return anthropic_event(
+    return sse_event(
         "message_start",
         message={
             "id": "msg_1",
@@ -192,9 +200,9 @@ def anthropic_block(
 ) -> list[tuple[str, dict[str, Any]]]:
     """Content block ``i``: its start, its ``deltas``, its stop."""
     return [
-        anthropic_event("content_block_start", index=i, content_block=content_block),
-        *[anthropic_event("content_block_delta", index=i, delta=d) for d in deltas],
-        anthropic_event("content_block_stop", index=i),
+        sse_event("content_block_start", index=i, content_block=content_block),
+        *[sse_event("content_block_delta", index=i, delta=d) for d in deltas],
+        sse_event("content_block_stop", index=i),
     ]
 
 
@@ -215,10 +223,10 @@ def anthropic_tool(i: int, id: str, name: str, *pieces: str) -> list[tuple[str, 
 def anthropic_end(stop_reason: str = "end_turn", out: int = 7) -> list[tuple[str, dict[str, Any]]]:
     """``message_delta`` with the stop reason and output usage, then ``message_stop``."""
     return [
-        anthropic_event(
+        sse_event(
             "message_delta",
             delta={"stop_reason": stop_reason, "stop_sequence": None},
             usage={"output_tokens": out},
         ),
-        anthropic_event("message_stop"),
+        sse_event("message_stop"),
     ]

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 import httpx2
 import yaml
@@ -141,6 +142,19 @@ def recorded_interactions(path: Path) -> list[dict[str, Any]]:
         return yaml.safe_load(f)["interactions"]  # type: ignore[no-any-return]
 
 
+def recorded_rounds(
+    folder: Path, name: str, expected: list[tuple[Any, ...]]
+) -> list[tuple[dict[str, Any], tuple[Any, ...], SplitResult]]:
+    """Each interaction of the recording ``folder/name`` with its expected conformance row and
+    its request's split URI; the table must have one row per recorded interaction."""
+    interactions = recorded_interactions(folder / name)
+    assert len(interactions) == len(expected)
+    return [
+        (interaction, want, urlsplit(interaction["request"]["uri"]))
+        for interaction, want in zip(interactions, expected, strict=True)
+    ]
+
+
 def recorded_body(response: dict[str, Any]) -> bytes:
     """The bytes the server sent: pydantic-ai's ``parsed_body`` as JSON, else the body string
     gzip-decoded when the recording kept ``Content-Encoding: gzip``."""
@@ -226,3 +240,8 @@ def secrets_round(
         ],
         usage,
     )
+
+
+def answer_round(text: str | tuple[str, int], usage: tuple[int, int]) -> tuple[Any, ...]:
+    """A conformance row for a final answer: stop reason ``stop``, this text, no tool calls."""
+    return ("stop", text, [], usage)

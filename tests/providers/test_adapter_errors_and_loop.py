@@ -21,6 +21,7 @@ from tests.providers._adapters_http import (
     collect,
     json_response,
     sse,
+    sse_event,
     sse_response,
 )
 from tests.providers._helper import ADD, CTX, run_add_loop
@@ -160,6 +161,11 @@ def chat_text_round() -> bytes:
     )
 
 
+RESPONSES_COMPLETED = sse_event(
+    "response.completed", response={"id": "r", "status": "completed", "output": []}
+)
+
+
 def responses_tool_round() -> bytes:
     item = {
         "id": "fc",
@@ -169,37 +175,23 @@ def responses_tool_round() -> bytes:
         "arguments": "",
         "status": "in_progress",
     }
+    arguments = '{"a": 2, "b": 3}'
     return sse(
         [
-            (
-                "response.output_item.added",
-                {"type": "response.output_item.added", "output_index": 0, "item": item},
-            ),
-            (
+            sse_event("response.output_item.added", output_index=0, item=item),
+            sse_event(
                 "response.function_call_arguments.delta",
-                {
-                    "type": "response.function_call_arguments.delta",
-                    "output_index": 0,
-                    "item_id": "fc",
-                    "delta": '{"a": 2, "b": 3}',
-                },
+                output_index=0,
+                item_id="fc",
+                delta=arguments,
             ),
-            (
+            sse_event(
                 "response.function_call_arguments.done",
-                {
-                    "type": "response.function_call_arguments.done",
-                    "output_index": 0,
-                    "item_id": "fc",
-                    "arguments": '{"a": 2, "b": 3}',
-                },
+                output_index=0,
+                item_id="fc",
+                arguments=arguments,
             ),
-            (
-                "response.completed",
-                {
-                    "type": "response.completed",
-                    "response": {"id": "r", "status": "completed", "output": []},
-                },
-            ),
+            RESPONSES_COMPLETED,
         ]
     )
 
@@ -207,23 +199,14 @@ def responses_tool_round() -> bytes:
 def responses_text_round() -> bytes:
     return sse(
         [
-            (
+            sse_event(
                 "response.output_text.delta",
-                {
-                    "type": "response.output_text.delta",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "item_id": "m",
-                    "delta": "It is 5.",
-                },
+                output_index=0,
+                content_index=0,
+                item_id="m",
+                delta="It is 5.",
             ),
-            (
-                "response.completed",
-                {
-                    "type": "response.completed",
-                    "response": {"id": "r", "status": "completed", "output": []},
-                },
-            ),
+            RESPONSES_COMPLETED,
         ]
     )
 

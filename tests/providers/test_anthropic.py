@@ -13,7 +13,6 @@ from tests.providers._adapters_http import (
     Recorder,
     anthropic_block,
     anthropic_end,
-    anthropic_event,
     anthropic_provider,
     anthropic_start,
     anthropic_text,
@@ -21,11 +20,11 @@ from tests.providers._adapters_http import (
     collect,
     json_response,
     sse,
+    sse_event,
     sse_response,
     types,
 )
-
-CTX = Context(messages=[UserMessage(content="hi")])
+from tests.providers._helper import CTX
 
 
 async def run(
@@ -39,7 +38,7 @@ async def run(
 async def test_text_with_ping_and_usage() -> None:
     rec, events, msg = await run(
         anthropic_start(12, 5, 2),
-        anthropic_event("ping"),
+        sse_event("ping"),
         *anthropic_text(0, "Hel", "lo"),
         *anthropic_end(out=3),
     )
@@ -132,7 +131,7 @@ async def test_overloaded_error_event_mid_stream() -> None:
     _, _, msg = await run(
         anthropic_start(),
         *anthropic_text(0, "a"),
-        anthropic_event("error", error={"type": "overloaded_error", "message": "Overloaded"}),
+        sse_event("error", error={"type": "overloaded_error", "message": "Overloaded"}),
     )
     assert msg.stop_reason == "error"
     assert (msg.error_status, msg.error_retryable) == (529, True)

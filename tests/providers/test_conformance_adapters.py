@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx2
 import pytest
@@ -29,13 +28,18 @@ from tests.providers._adapters_http import (
     responses_provider,
 )
 from tests.providers._helper import (
+    answer_round,
     check_message,
     recorded_body,
     recorded_interactions,
     recorded_response,
+    recorded_rounds,
     secrets_round,
 )
 
+CHAT_MISSING_MODEL = (
+    "The model `this-model-does-not-exist-12345` does not exist or you do not have access to it."
+)
 CHAT = {
     "llm/test_tool_use_basic.yaml": [
         (
@@ -44,7 +48,7 @@ CHAT = {
             [("call_1EYWDzueHEp8OsB8jJSEp7WB", "multiply", {"a": 1231, "b": 2331})],
             (54, 20),
         ),
-        ("stop", "The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).", [], (87, 26)),
+        answer_round("The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).", (87, 26)),
     ],
     "llm/test_tool_use_chain_of_two_calls.yaml": [
         (
@@ -59,7 +63,7 @@ CHAT = {
             [("call_aq9UyiSFkzX6W8Ydc33DoI9Y", "can_have_dragons", {"population": 123124})],
             (118, 18),
         ),
-        ("stop", "YES", [], (146, 3)),
+        answer_round("YES", (146, 3)),
     ],
     "magentic/test_openai_chat_model_complete_streamed_response.yaml": [
         (
@@ -71,63 +75,41 @@ CHAT = {
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_completions/stream.yaml": [
         secrets_round("call_M26z19sncd7b4LBgzKRRbaUE", "call_KPXe5NX7IcKkaBUhc6dto2QV", (75, 53)),
-        (
-            "stop",
+        answer_round(
             'The secrets associated with the passwords are:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death',
-            [],
             (149, 28),
         ),
         secrets_round("call_NnkmjbtYL9gdZnGOMxYEl0A3", "call_uvC42eCVUOg2Y35G9FQKjAOB", (75, 53)),
-        (
-            "stop",
+        answer_round(
             'The secrets associated with the passwords are as follows:\n\n- "mellon": Welcome to Moria!\n- "radiance": Life before Death',
-            [],
             (149, 30),
         ),
         secrets_round("call_H8jJ3J1KO9iBRstIu9VtSmif", "call_alG3VrzLF9cAEppE4xxqeefv", (75, 53)),
-        (
-            "stop",
+        answer_round(
             'The secrets associated with the passwords are as follows:\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"',
-            [],
             (149, 35),
         ),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_completions/sync.yaml": [
         secrets_round("call_v6LacIrChvs6ITVpIZqy5tFc", "call_onyWzk4mLTGKzW9cthmf4Llq", (75, 53)),
-        (
-            "stop",
+        answer_round(
             'The secrets associated with the passwords are as follows:\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death',
-            [],
             (149, 32),
         ),
         secrets_round("call_kORjJVpmh91BGUtfuEyWTNHq", "call_rwWftDkV0SjAa03c30QMCbHv", (75, 53)),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets associated with the passwords you provided:\n\n- For "mellon": "Welcome to Moria!"\n- For "radiance": "Life before Death"',
-            [],
             (149, 36),
         ),
         secrets_round("call_9WLrrxKdNop28QihgVejs7vX", "call_FvwByGJHFMUkSCsWZ30WgOYh", (75, 53)),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets associated with the passwords:\n\n- For "mellon": Welcome to Moria!\n- For "radiance": Life before Death',
-            [],
             (149, 31),
         ),
     ],
     "mirascope/test_model_not_found_stream/openai_gpt_4o_completions.yaml": [
-        (
-            "error",
-            404,
-            False,
-            "The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.",
-        ),
-        (
-            "error",
-            404,
-            False,
-            "The model `this-model-does-not-exist-12345` does not exist or you do not have access to it.",
-        ),
+        ("error", 404, False, CHAT_MISSING_MODEL),
+        ("error", 404, False, CHAT_MISSING_MODEL),
     ],
     "opentelemetry-python-contrib/test_chat_completion_404.yaml": [
         (
@@ -139,6 +121,8 @@ CHAT = {
     ],
 }
 
+RESPONSES_MISSING_MODEL = "The requested model 'this-model-does-not-exist-12345' does not exist."
+
 RESPONSES = {
     "llm/test_responses_tool_use_streaming.yaml": [
         (
@@ -147,67 +131,45 @@ RESPONSES = {
             [("call_sVidsfFJ6zlzRpelrPkTPlpd", "multiply", {"a": 1231, "b": 2331})],
             (58, 23),
         ),
-        ("stop", "1231 × 2331 = **2,869,461**", [], (94, 18)),
+        answer_round("1231 × 2331 = **2,869,461**", (94, 18)),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_responses/stream.yaml": [
         secrets_round("call_sKC7OABqf2A2PTLCm0CLeRWV", "call_OdR3s3xop0vtgkDyWRMLafuH", (36, 54)),
-        (
-            "stop",
+        answer_round(
             "Here are the secrets associated with each password:\n\n- **mellon**: Welcome to Moria!\n- **radiance**: Life before Death",
-            [],
             (136, 32),
         ),
         secrets_round("call_X6173PYkiubC8YJRPzr8osHX", "call_OiUVT2dz7nh3PHrEPGnvLPyi", (36, 54)),
-        (
-            "stop",
+        answer_round(
             "Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death",
-            [],
             (136, 30),
         ),
         secrets_round("call_JFcMnB3B0uvpADG11Egu9VT3", "call_bFXbNfOOKMw0esfOPep1dwdW", (36, 54)),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets associated with the passwords:\n\n- **mellon**: "Welcome to Moria!"\n- **radiance**: "Life before Death"',
-            [],
             (136, 35),
         ),
     ],
     "mirascope/test_call_with_tools/openai_gpt_4o_responses/sync.yaml": [
         secrets_round("call_bzXaB1HDWsWy7n6bMrxJzNNa", "call_Dd4wvykCr6NttXKxRK0BFH96", (36, 54)),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets:\n\n- For password "mellon": Welcome to Moria!\n- For password "radiance": Life before Death',
-            [],
             (136, 30),
         ),
         secrets_round("call_QSN7tSAfBLgrTP3cvjbf7kTZ", "call_nZTyOck74QejXCmecXxhMUly", (36, 54)),
-        (
-            "stop",
+        answer_round(
             "Here are the secrets associated with the passwords:\n\n- **mellon:** Welcome to Moria!\n- **radiance:** Life before Death",
-            [],
             (136, 30),
         ),
         secrets_round("call_ZuiErmwO3jdjHdDKTX2LH96R", "call_KaOQQvNXdvVZSn8ZaOW8FQDE", (36, 54)),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets:\n\n1. **Password: mellon** - "Welcome to Moria!"\n2. **Password: radiance** - "Life before Death"',
-            [],
             (136, 36),
         ),
     ],
     "mirascope/test_model_not_found/openai_gpt_4o_responses.yaml": [
-        (
-            "error",
-            400,
-            False,
-            "The requested model 'this-model-does-not-exist-12345' does not exist.",
-        ),
-        (
-            "error",
-            400,
-            False,
-            "The requested model 'this-model-does-not-exist-12345' does not exist.",
-        ),
+        ("error", 400, False, RESPONSES_MISSING_MODEL),
+        ("error", 400, False, RESPONSES_MISSING_MODEL),
     ],
 }
 
@@ -233,10 +195,8 @@ ANTHROPIC = {
             (416, 111),
             "I'll retrieve the secrets for both passwords using parallel tool calls.",
         ),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets associated with each password:\n\n- Password "mellon": "Welcome to Moria!"\n- Password "radiance": "Life before Death"',
-            [],
             (604, 38),
         ),
     ],
@@ -247,10 +207,8 @@ ANTHROPIC = {
             (416, 109),
             "I'll retrieve the secrets for both passwords you provided.",
         ),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets retrieved for each password:\n\n1. **Password "mellon"**: "Welcome to Moria!"\n2. **Password "radiance"**: "Life before Death"\n\nBoth secrets have been successfully retrieved!',
-            [],
             (602, 52),
         ),
     ],
@@ -261,10 +219,8 @@ ANTHROPIC = {
             (416, 109),
             "I'll retrieve the secrets for both passwords you provided.",
         ),
-        (
-            "stop",
+        answer_round(
             'Here are the secrets retrieved for each password:\n\n- Password "mellon": **Welcome to Moria!**\n- Password "radiance": **Life before Death**',
-            [],
             (602, 39),
         ),
     ],
@@ -285,9 +241,7 @@ RETRY_HEADERS = ("retry-after", "retry-after-ms")
 async def test_replay_recording(
     conformance_cassettes: Path, name: str, factory: Any, expected: list[tuple[Any, ...]]
 ) -> None:
-    interactions = recorded_interactions(conformance_cassettes / name)
-    assert len(interactions) == len(expected)
-    for interaction, want in zip(interactions, expected, strict=True):
+    for interaction, want, uri in recorded_rounds(conformance_cassettes, name, expected):
         request = interaction["request"]
         stream = bool(json.loads(request["body"]).get("stream"))
         for chunk in (None, 7) if stream else (None,):
@@ -297,7 +251,7 @@ async def test_replay_recording(
                 _, message = await collect(provider, Context(messages=[UserMessage(content="x")]))
             check_message(message, want)
             # our adapter called the same endpoint the recording was made against
-            assert rec.requests[0].url.path == urlsplit(request["uri"]).path
+            assert rec.requests[0].url.path == uri.path
             assert bool(json.loads(rec.requests[0].content).get("stream")) is stream
 
 

@@ -27,10 +27,12 @@ from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
 from tests.providers._adapters_http import Recorder, collect
 from tests.providers._google_aws import BedrockStub, RawBody, Reply, gemini_provider
 from tests.providers._helper import (
+    answer_round,
     check_message,
     recorded_body,
     recorded_interactions,
     recorded_response,
+    recorded_rounds,
     recording_header,
     secrets_round,
 )
@@ -43,16 +45,14 @@ GEMINI: dict[str, list[tuple[Any, ...]]] = {
         secrets_round(
             "call_G5nyaJuGE-yrqtsPmJHUoAs_0", "call_G5nyaJuGE-yrqtsPmJHUoAs_1", (70, 40 + 61)
         ),
-        ("stop", MORIA, [], (211, 30)),
+        answer_round(MORIA, (211, 30)),
     ],
     "mirascope/test_call_with_tools/google_gemini_2_5_flash/sync.yaml": [
         secrets_round(
             "call_AJnyaJv6GPulqtsP5Z6fgAs_0", "call_AJnyaJv6GPulqtsP5Z6fgAs_1", (70, 40 + 76)
         ),
-        (
-            "stop",
+        answer_round(
             'The secrets have been retrieved. For the password "mellon", the secret is "Welcome to Moria!". For the password "radiance", the secret is "Life before Death".',
-            [],
             (152, 37),
         ),
     ],
@@ -70,21 +70,18 @@ GEMINI: dict[str, list[tuple[Any, ...]]] = {
             ],
             (85, 35 + 127),
         ),
-        ("stop", "Joe sage green Hadley red", [], (274, 5 + 360)),
+        answer_round("Joe sage green Hadley red", (274, 5 + 360)),
     ],
     "pydantic-ai/test_google/test_google_streaming_tool_call_thought_signature.yaml": [
         ("toolUse", "", [("call_QUVVadTSNJ6_qtsPvN7J8Q0_0", "get_country", {})], (29, 10 + 202)),
-        ("stop", "The capital of Mexico is Mexico City.", [], (257, 8)),
+        answer_round("The capital of Mexico is Mexico City.", (257, 8)),
     ],
     "crewai/TestAgentMultimodalGemini.test_video_file[gemini-gemini-2.0-flash].yaml": [
         ("error", 429, True, "Resource exhausted. Please try again later."),
     ],
     "opentelemetry-python-contrib/google_genai/test_streaming[logcontent-gemini-2.5-flash-vertexaiapi-sync-default].yaml": [
-        (
-            "stop",
-            ("When systems hum, a silent, complex art,\nWith hidden errors", 1564),
-            [],
-            (8, 388 + 2193),
+        answer_round(
+            ("When systems hum, a silent, complex art,\nWith hidden errors", 1564), (8, 388 + 2193)
         ),
     ],
 }
@@ -131,12 +128,10 @@ BEDROCK: dict[str, list[tuple[Any, ...]]] = {
             ],
             (415, 202),
         ),
-        (
-            "stop",
+        answer_round(
             "<thinking> I have received the weather information for both cities. Now I will provide the details to "
             "the User.</thinking>\n\nThe current weather in Seattle is 50 degrees and raining. In San Francisco, the "
             "weather is 70 degrees and sunny.",
-            [],
             (565, 52),
         ),
     ],
@@ -149,13 +144,11 @@ BEDROCK: dict[str, list[tuple[Any, ...]]] = {
             [("tooluse_Ze_bgl9CSqu8aJv7XD-_Dw", "get_capital", {"country": "France"})],
             (426, 66),
         ),
-        (
-            "stop",
+        answer_round(
             (
                 "<thinking> It appears that there was an error in retrieving the capital of France",
                 370,
             ),
-            [],
             (531, 76),
         ),
     ],
@@ -182,7 +175,7 @@ BEDROCK: dict[str, list[tuple[Any, ...]]] = {
             ],
             (914, 169),
         ),
-        ("stop", (CREW_ANSWER, 819), [], (1197, 173)),
+        answer_round((CREW_ANSWER, 819), (1197, 173)),
     ],
 }
 
@@ -194,14 +187,14 @@ ANTHROPIC_ON_BEDROCK: dict[str, list[tuple[Any, ...]]] = {
             [("toolu_bdrk_01PNjP1XJ26WJB3WZa7LyfBp", "get_current_date", {})],
             (568, 38),
         ),
-        ("stop", "2024-01-01", [], (625, 9)),
+        answer_round("2024-01-01", (625, 9)),
         (
             "toolUse",
             "",
             [("toolu_bdrk_01LvkLsi1CKfwjSdABAY5LiB", "get_current_date2", {})],
             (569, 39),
         ),
-        ("stop", "2024-01-01", [], (627, 9)),
+        answer_round("2024-01-01", (627, 9)),
     ],
 }
 
@@ -216,10 +209,7 @@ async def _replay(provider: Any, model: str) -> AssistantMessage:
 
 @pytest.mark.parametrize("name", list(GEMINI))
 async def test_gemini_recording(conformance_cassettes: Path, name: str) -> None:
-    interactions = recorded_interactions(conformance_cassettes / name)
-    assert len(interactions) == len(GEMINI[name])
-    for interaction, want in zip(interactions, GEMINI[name], strict=True):
-        uri = urlsplit(interaction["request"]["uri"])
+    for interaction, want, uri in recorded_rounds(conformance_cassettes, name, GEMINI[name]):
         stream = uri.path.endswith(":streamGenerateContent")
         vertex = "/projects/" in uri.path
         model = re.search(r"/models/([^:/]+):", uri.path).group(1)  # type: ignore[union-attr]
@@ -290,10 +280,7 @@ def _reply(response: dict[str, Any], stream: bool, chunk: int | None) -> Reply:
 async def test_bedrock_recording(conformance_cassettes: Path, name: str) -> None:
     from openprogram.providers.bedrock import BedrockProvider
 
-    interactions = recorded_interactions(conformance_cassettes / name)
-    assert len(interactions) == len(BEDROCK[name])
-    for interaction, want in zip(interactions, BEDROCK[name], strict=True):
-        uri = urlsplit(interaction["request"]["uri"])
+    for interaction, want, uri in recorded_rounds(conformance_cassettes, name, BEDROCK[name]):
         stream = uri.path.endswith("/converse-stream")
         model = unquote(uri.path.split("/")[2])
         for chunk in (None, 7) if stream else (None,):
@@ -308,10 +295,9 @@ async def test_anthropic_on_bedrock_recording(conformance_cassettes: Path, name:
 
     from openprogram.providers.anthropic import AnthropicProvider
 
-    interactions = recorded_interactions(conformance_cassettes / name)
-    assert len(interactions) == len(ANTHROPIC_ON_BEDROCK[name])
-    for interaction, want in zip(interactions, ANTHROPIC_ON_BEDROCK[name], strict=True):
-        uri = urlsplit(interaction["request"]["uri"])
+    for interaction, want, uri in recorded_rounds(
+        conformance_cassettes, name, ANTHROPIC_ON_BEDROCK[name]
+    ):
         model = unquote(uri.path.split("/")[2])
         for chunk in (None, 7):
             rec = Recorder(recorded_response(interaction["response"], chunk))

@@ -27,6 +27,7 @@ from openprogram.types import (
 from tests.providers._adapters_http import (
     Recorder,
     StallingStream,
+    block_types,
     collect,
     json_response,
     sse_response,
@@ -262,20 +263,10 @@ async def test_stream_assembly() -> None:
     events, msg = await collect(gemini_provider(rec), CTX)
     assert types(events) == [
         "start",
-        "thinking_start",
-        "thinking_delta",
-        "thinking_delta",
-        "thinking_end",
-        "text_start",
-        "text_delta",
-        "text_delta",
-        "text_end",
-        "toolcall_start",
-        "toolcall_delta",
-        "toolcall_end",
-        "toolcall_start",
-        "toolcall_delta",
-        "toolcall_end",
+        *block_types("thinking", 2),
+        *block_types("text", 2),
+        *block_types("toolcall"),
+        *block_types("toolcall"),
         "done",
     ]
     assert msg.stop_reason == "toolUse"  # STOP + function calls

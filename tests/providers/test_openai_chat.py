@@ -16,6 +16,7 @@ from tests.providers._adapters_http import (
     BASE,
     Recorder,
     StallingStream,
+    block_types,
     chat_provider,
     collect,
     json_response,
@@ -23,8 +24,7 @@ from tests.providers._adapters_http import (
     sse_response,
     types,
 )
-
-CTX = Context(messages=[UserMessage(content="hi")])
+from tests.providers._helper import CTX
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -101,17 +101,7 @@ async def test_reasoning_content_becomes_thinking() -> None:
         chunk({"content": "42"}),
         chunk({}, "stop"),
     )
-    assert types(events) == [
-        "start",
-        "thinking_start",
-        "thinking_delta",
-        "thinking_delta",
-        "thinking_end",
-        "text_start",
-        "text_delta",
-        "text_end",
-        "done",
-    ]
+    assert types(events) == ["start", *block_types("thinking", 2), *block_types("text"), "done"]
     assert msg.content == [ThinkingContent(thinking="Let me think."), TextContent(text="42")]
 
 

@@ -17,8 +17,8 @@ from tests.providers._adapters_http import (
     sse_response,
     types,
 )
+from tests.providers._helper import CTX
 
-CTX = Context(messages=[UserMessage(content="hi")])
 RESP = {
     "id": "resp_1",
     "object": "response",
