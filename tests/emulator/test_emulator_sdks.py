@@ -42,6 +42,7 @@ from openprogram_testing.scripted import (
     think,
     turn,
 )
+from tests.providers._adapters_http import chat_tool_call
 
 pytest_plugins = ["pytester"]
 
@@ -809,16 +810,8 @@ async def test_responder_sees_the_parsed_chat_request(emu):
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {
-                        "id": "c1",
-                        "type": "function",
-                        "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
-                    },
-                    {
-                        "id": "c2",
-                        "type": "function",
-                        "function": {"name": "add", "arguments": "{bad"},
-                    },
+                    chat_tool_call("c1", "add", '{"a": 1, "b": 2}'),
+                    chat_tool_call("c2", "add", "{bad"),
                 ],
             },
             {"role": "tool", "tool_call_id": "c1", "content": "3"},

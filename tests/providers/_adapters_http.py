@@ -103,6 +103,11 @@ def block_types(kind: str, deltas: int = 1) -> list[str]:
     return [f"{kind}_start", *[f"{kind}_delta"] * deltas, f"{kind}_end"]
 
 
+def chat_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """A tool call as a Chat Completions assistant message carries it (arguments as JSON text)."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
 def chat_provider(rec: Recorder, stream: bool = True) -> Any:
     import openai
 

@@ -18,6 +18,7 @@ from tests.providers._adapters_http import (
     StallingStream,
     block_types,
     chat_provider,
+    chat_tool_call,
     collect,
     json_response,
     sse,
@@ -199,16 +200,8 @@ async def test_non_streaming_response() -> None:
                     "role": "assistant",
                     "content": "On it.",
                     "tool_calls": [
-                        {
-                            "id": "call_9",
-                            "type": "function",
-                            "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
-                        },
-                        {
-                            "id": "call_10",
-                            "type": "function",
-                            "function": {"name": "now", "arguments": ""},
-                        },
+                        chat_tool_call("call_9", "add", '{"a": 1, "b": 2}'),
+                        chat_tool_call("call_10", "now", ""),
                     ],
                 },
             }

@@ -24,6 +24,7 @@ from tests.providers._adapters_http import (
     Recorder,
     anthropic_provider,
     chat_provider,
+    chat_tool_call,
     collect,
     json_response,
     responses_provider,
@@ -102,17 +103,9 @@ CHAT_MESSAGES = [
         "role": "assistant",
         "content": "Using tools.",
         "tool_calls": [
-            {
-                "id": "call_1",
-                "type": "function",
-                "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
-            },
-            {"id": "call_2", "type": "function", "function": {"name": "add", "arguments": "{bad"}},
-            {
-                "id": "call_3",
-                "type": "function",
-                "function": {"name": "snapshot", "arguments": "{}"},
-            },
+            chat_tool_call("call_1", "add", '{"a": 1, "b": 2}'),
+            chat_tool_call("call_2", "add", "{bad"),
+            chat_tool_call("call_3", "snapshot", "{}"),
         ],
     },
     {"role": "tool", "tool_call_id": "call_1", "content": "3"},
