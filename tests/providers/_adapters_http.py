@@ -11,6 +11,7 @@ import httpx2
 from openprogram.events import AssistantMessageEvent
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import AssistantMessage
+from tests.providers._helper import CTX
 
 BASE = "http://127.0.0.1:9"  # loopback: the guard lets it through; MockTransport never connects
 
@@ -91,6 +92,21 @@ async def collect(
     assert sum(e.is_terminal for e in events) == 1
     assert events[-1].message is not None
     return events, events[-1].message
+
+
+async def stream_frames(
+    factory: Callable[[Recorder, bool], Any],
+    *frames: Any,
+    done: bool = False,
+    stream: bool = True,
+    ctx: Context = CTX,
+    opts: StreamOptions | None = None,
+) -> tuple[Recorder, list[AssistantMessageEvent], AssistantMessage]:
+    """Serve ``frames`` (see ``sse``; ``done`` ends the body with ``[DONE]``) as the one response
+    to the adapter ``factory(recorder, stream)`` builds, and collect what it streams for ``ctx``."""
+    rec = Recorder(sse_response(sse(frames, done=done)))
+    events, message = await collect(factory(rec, stream), ctx, opts)
+    return rec, events, message
 
 
 def types(events: list[AssistantMessageEvent]) -> list[str]:

@@ -17,7 +17,7 @@ import httpx2
 import yaml
 
 from openprogram import AgentContext, AgentEvent, AgentStream, LoopConfig, agent_loop
-from openprogram.providers.base import Context, StreamOptions
+from openprogram.providers.base import Context
 from openprogram.types import (
     AssistantMessage,
     ImageContent,
@@ -113,15 +113,6 @@ async def run_mul_loop(
         emu.assert_complete()
         requests = list(emu.requests)
     return run, messages, requests
-
-
-async def final_message(provider: Any, options: StreamOptions | None = None) -> Any:
-    """Stream one ``hi`` through ``provider`` (closing it after) and return the terminal
-    event's message, checking there was exactly one terminal event and that it came last."""
-    async with provider:
-        events = [e async for e in provider.stream("m", CTX, options or StreamOptions())]
-    assert sum(e.is_terminal for e in events) == 1 and events[-1].is_terminal
-    return events[-1].message
 
 
 # -- shared real-world recordings --------------------------------------------------------------

@@ -24,7 +24,7 @@ from openprogram.types import ToolResultMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import call, turn
 from tests.providers._google_aws import bedrock_at, gemini_at
-from tests.providers._helper import MUL, final_message, run_mul_loop
+from tests.providers._helper import CTX, MUL, run_mul_loop
 
 OPENAI_ANTHROPIC = {
     "openai_chat": lambda emu, **kw: OpenAIChatProvider(
@@ -70,6 +70,15 @@ def _no_real_calls() -> Any:
     # Everything here is loopback: the guard must let it through even when disallowed.
     with guard.allow_model_requests(False):
         yield
+
+
+async def final_message(provider: Any, options: StreamOptions | None = None) -> Any:
+    """Stream one ``hi`` through ``provider`` (closing it after) and return the terminal
+    event's message, checking there was exactly one terminal event and that it came last."""
+    async with provider:
+        events = [e async for e in provider.stream("m", CTX, options or StreamOptions())]
+    assert sum(e.is_terminal for e in events) == 1 and events[-1].is_terminal
+    return events[-1].message
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])

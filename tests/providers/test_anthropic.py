@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 
@@ -19,20 +19,13 @@ from tests.providers._adapters_http import (
     anthropic_tool,
     collect,
     json_response,
-    sse,
     sse_event,
-    sse_response,
+    stream_frames,
     types,
 )
 from tests.providers._helper import CTX
 
-
-async def run(
-    *frames: Any, stream: bool = True, ctx: Context = CTX, opts: StreamOptions | None = None
-):
-    rec = Recorder(sse_response(sse(frames)))
-    events, message = await collect(anthropic_provider(rec, stream), ctx, opts)
-    return rec, events, message
+run = partial(stream_frames, anthropic_provider)
 
 
 async def test_text_with_ping_and_usage() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 import httpx2
@@ -23,6 +24,7 @@ from tests.providers._adapters_http import (
     json_response,
     sse,
     sse_response,
+    stream_frames,
     types,
 )
 from tests.providers._helper import CTX
@@ -63,10 +65,7 @@ def tc(index: int, args: str, id: str | None = None, name: str | None = None) ->
     return frag
 
 
-async def run(*frames: Any, done: bool = True, stream: bool = True, ctx: Context = CTX):
-    rec = Recorder(sse_response(sse(frames, done=done)))
-    events, message = await collect(chat_provider(rec, stream), ctx)
-    return rec, events, message
+run = partial(stream_frames, chat_provider, done=True)
 
 
 async def test_text_with_usage() -> None:

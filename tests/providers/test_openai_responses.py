@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,8 +14,7 @@ from tests.providers._adapters_http import (
     collect,
     json_response,
     responses_provider,
-    sse,
-    sse_response,
+    stream_frames,
     types,
 )
 from tests.providers._helper import CTX
@@ -127,12 +127,7 @@ def call_events(oi: int, call_id: str, name: str, pieces: list[str], with_done: 
     return out
 
 
-async def run(
-    *frames: Any, stream: bool = True, ctx: Context = CTX, opts: StreamOptions | None = None
-):
-    rec = Recorder(sse_response(sse(frames)))
-    events, message = await collect(responses_provider(rec, stream), ctx, opts)
-    return rec, events, message
+run = partial(stream_frames, responses_provider)
 
 
 async def test_text_with_usage() -> None:
