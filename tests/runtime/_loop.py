@@ -64,6 +64,35 @@ def tokens(events: list[AgentEvent]) -> list[str]:
     return out
 
 
+#: The tokens of a user message (the prompt, a steering or follow-up message): it streams no updates.
+USER = ["ms(user)", "me(user)"]
+#: The tokens of an assistant reply that streamed (its updates collapsed by :func:`tokens`).
+REPLY = ["ms(assistant)", "upd…", "me(assistant)"]
+#: The tokens of an assistant message that failed before the provider streamed anything.
+FAILED_REPLY = ["ms(assistant)", "me(assistant)"]
+#: The tokens of a tool result message.
+TOOL_RESULT = ["ms(toolResult)", "me(toolResult)"]
+
+
+def tool_call(call_id: str, *, error: bool = False) -> list[str]:
+    """The tokens of one tool call run in a batch: its execution start and end, then its result
+    message."""
+    return [f"tes({call_id})", f"tee({call_id}{',err' if error else ''})", *TOOL_RESULT]
+
+
+def run_order(*turns: list[str], end: str = "completed") -> list[str]:
+    """The exact token order of a whole run, built from the tokens of each turn's messages.
+
+    Every order the loop emits has the same frame: ``agent_start``, each turn's tokens between
+    ``turn_start`` and ``turn_end(<its tool results>)``, then ``agent_end(<termination>)``. Writing
+    only the turns keeps each expected order short enough to read what the test is about, while
+    the comparison stays token for token."""
+    out = ["agent_start"]
+    for body in turns:
+        out += ["turn_start", *body, f"turn_end({body.count('me(toolResult)')})"]
+    return [*out, f"agent_end({end})"]
+
+
 async def collect(stream: AgentStream) -> list[AgentEvent]:
     return [e async for e in stream]
 

@@ -1,27 +1,17 @@
-"""Each exact event order of event order (a) of the loop–(g), asserted event by event."""
+"""Each exact event order of the loop, (a) to (g), asserted event by event."""
 
 from __future__ import annotations
 
 from openprogram import AssistantMessage, ToolResultMessage, UserMessage
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
-from tests.runtime._loop import add_tool, run, tokens
+from tests.runtime._loop import REPLY, USER, add_tool, run, run_order, tokens, tool_call
 
 SKIP = "Skipped due to queued user message."
 
 
 def test_a_text_only() -> None:
     events, stream = run(ScriptedProvider(["hello"]))
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(completed)",
-    ]
+    assert tokens(events) == run_order([*USER, *REPLY])
     updates = [e.event.type for e in events if e.type == "message_update"]
     assert updates == ["start", "text_start", "text_delta", "text_end", "done"]
     end = events[-1]
@@ -39,30 +29,8 @@ def test_b_two_tool_calls_then_text() -> None:
         ]
     )
     events, stream = run(provider, tools=[add_tool(seen)])
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "tes(t1)",
-        "tee(t1)",
-        "ms(toolResult)",
-        "me(toolResult)",
-        "tes(t2)",
-        "tee(t2)",
-        "ms(toolResult)",
-        "me(toolResult)",
-        "turn_end(2)",
-        "turn_start",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(completed)",
-    ]
+    calls = [*USER, *REPLY, *tool_call("t1"), *tool_call("t2")]
+    assert tokens(events) == run_order(calls, REPLY)
     assert seen == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]  # sequential, message order
     roles = [m.role for m in events[-1].messages]
     assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"]
@@ -100,32 +68,8 @@ def test_c_steering_after_first_of_two_calls_skips_the_second() -> None:
         return out
 
     events, stream = run(provider, tools=[tool], get_steering_messages=steering)
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "tes(t1)",
-        "tee(t1)",
-        "ms(toolResult)",
-        "me(toolResult)",
-        "tes(t2)",
-        "tee(t2,err)",
-        "ms(toolResult)",
-        "me(toolResult)",
-        "turn_end(2)",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(completed)",
-    ]
+    calls = [*USER, *REPLY, *tool_call("t1"), *tool_call("t2", error=True)]
+    assert tokens(events) == run_order(calls, [*USER, *REPLY])  # the steering message, then a reply
     assert seen == [{"n": 1}]
     skipped = events[-1].messages[3]
     assert isinstance(skipped, ToolResultMessage)
@@ -143,17 +87,7 @@ def test_c_steering_after_first_of_two_calls_skips_the_second() -> None:
 def test_d_provider_error() -> None:
     provider = ScriptedProvider([error_turn("overloaded", "partial ", status=529, retryable=True)])
     events, stream = run(provider)
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(error)",
-    ]
+    assert tokens(events) == run_order([*USER, *REPLY], end="error")
     assert events[-2].type == "turn_end" and events[-2].tool_results == []
     message = events[-1].messages[-1]
     assert isinstance(message, AssistantMessage)
@@ -190,24 +124,7 @@ def test_f_follow_up() -> None:
 
     provider = ScriptedProvider(["first", "second"])
     events, stream = run(provider, get_follow_up_messages=follow_ups)
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(completed)",
-    ]
+    assert tokens(events) == run_order([*USER, *REPLY], [*USER, *REPLY])  # the follow-up's turn
     assert [m.role for m in events[-1].messages] == ["user", "assistant", "user", "assistant"]
     assert events[-1].messages[2].text == "and then?"
 
@@ -222,19 +139,7 @@ def test_g_steering_queued_before_round_one_is_delivered_with_the_prompt() -> No
 
     provider = ScriptedProvider(["ok"])
     events, stream = run(provider, get_steering_messages=steering)
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "upd…",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(completed)",
-    ]
+    assert tokens(events) == run_order([*USER, *USER, *REPLY])  # the prompt, then the steering
     assert [m.text for m in provider.requests[0].messages] == ["hi", "also: be brief"]
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from openprogram import (
 )
 from openprogram.tools import json_schema_validator
 from openprogram_testing import ScriptedProvider, call, turn
-from tests.runtime._loop import add_tool, tokens
+from tests.runtime._loop import FAILED_REPLY, USER, add_tool, run_order, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,6 +64,23 @@ def _results(events: list[AgentEvent]) -> list[ToolResultMessage]:
     return [m for m in _end(events).messages if isinstance(m, ToolResultMessage)]
 
 
+def _steering(script: dict[int, list[str] | BaseException]) -> Callable[[], list[str]]:
+    """A steering source scripted by poll number (the loop polls once before the model call and
+    once after each tool call): on a poll named in ``script`` it hands over those messages or
+    raises that exception, on any other it has nothing."""
+    polls = 0
+
+    def steering() -> list[str]:
+        nonlocal polls
+        polls += 1
+        step = script.get(polls, [])
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    return steering
+
+
 def _two_calls() -> ScriptedProvider:
     return ScriptedProvider(
         [turn(call("add", {"a": 1, "b": 2}, id="t1"), call("add", {"a": 3, "b": 4}, id="t2"))]
@@ -73,15 +91,7 @@ def _two_calls() -> ScriptedProvider:
 
 
 def test_a_steering_source_raising_mid_batch_closes_the_batch_and_reraises() -> None:
-    polls = 0
-
-    def steering() -> list[str]:
-        nonlocal polls
-        polls += 1
-        if polls == 2:  # after call t1
-            raise RuntimeError("source broke")
-        return []
-
+    steering = _steering({2: RuntimeError("source broke")})  # the poll after call t1
     events, exc, stream = _run(_two_calls(), [add_tool()], get_steering_messages=steering)
     assert isinstance(exc, RuntimeError) and str(exc) == "source broke"
     assert tokens(events)[-3:] == ["me(toolResult)", "turn_end(2)", "agent_end(error)"]
@@ -93,17 +103,7 @@ def test_a_steering_source_raising_mid_batch_closes_the_batch_and_reraises() -> 
 
 
 def test_steering_handed_over_before_the_source_raised_is_reported_undelivered() -> None:
-    polls = 0
-
-    def steering() -> list[str]:
-        nonlocal polls
-        polls += 1
-        if polls == 2:
-            return ["change of plan"]
-        if polls == 3:
-            raise ValueError("second poll broke")
-        return []
-
+    steering = _steering({2: ["change of plan"], 3: ValueError("second poll broke")})
     events, exc, stream = _run(
         _two_calls(), [add_tool()], get_steering_messages=steering, steering_mode="after_batch"
     )
@@ -122,16 +122,7 @@ def test_the_first_steering_poll_raising_closes_round_zero() -> None:
     provider = ScriptedProvider(["never asked"])
     events, exc, stream = _run(provider, [], get_steering_messages=steering)
     assert isinstance(exc, RuntimeError)
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(error)",
-    ]
+    assert tokens(events) == run_order([*USER, *FAILED_REPLY], end="error")
     failed = _end(events).messages[-1]
     assert failed.error_message == ("Steering or follow-up source failed: broken before the model")
     assert stream.model_calls == 0 and provider.remaining == 1
@@ -147,15 +138,7 @@ def test_a_follow_up_source_raising_ends_the_run_error_and_reraises() -> None:
 
 
 def test_a_source_raising_a_base_exception_aborts_and_reraises_it() -> None:
-    polls = 0
-
-    def steering() -> list[str]:
-        nonlocal polls
-        polls += 1
-        if polls == 2:
-            raise KeyboardInterrupt
-        return []
-
+    steering = _steering({2: KeyboardInterrupt()})
     events, exc, _ = _run(_two_calls(), [add_tool()], get_steering_messages=steering)
     assert isinstance(exc, KeyboardInterrupt)
     assert _end(events).termination == "aborted"

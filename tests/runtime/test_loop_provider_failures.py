@@ -18,7 +18,7 @@ from openprogram_testing import (
     raising_turn,
     turn,
 )
-from tests.runtime._loop import add_tool, run, tokens
+from tests.runtime._loop import FAILED_REPLY, USER, add_tool, run, run_order, tokens
 
 
 def test_error_event_ends_the_run_with_termination_error_and_keeps_the_details() -> None:
@@ -54,16 +54,7 @@ def test_a_provider_that_raises_before_streaming() -> None:
             raise RuntimeError()
 
     events, stream = run(Broken())
-    assert tokens(events) == [
-        "agent_start",
-        "turn_start",
-        "ms(user)",
-        "me(user)",
-        "ms(assistant)",
-        "me(assistant)",
-        "turn_end(0)",
-        "agent_end(error)",
-    ]
+    assert tokens(events) == run_order([*USER, *FAILED_REPLY], end="error")
     assert events[-1].messages[-1].error_message == "RuntimeError"
 
 
