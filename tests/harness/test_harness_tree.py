@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openprogram import ProviderError, Registry, Runtime, agentic_function, function
+from openprogram import ProviderError, Registry, Runtime, function
 from openprogram_testing import (
     InvariantViolation,
     ScriptedProvider,
@@ -25,36 +25,18 @@ from openprogram_testing import (
     turn,
 )
 from openprogram_testing.invariants import find_tree_violations
+from tests.runtime._agents import research_agent, research_script
 
 
-def _agent() -> tuple[Registry, list[Any]]:
-    registry = Registry()
-
-    @function(registry=registry)
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    @agentic_function(registry=registry)
-    def research(topic: str, runtime: Runtime) -> str:
-        """Research a topic with the model."""
-        return "research: " + runtime.exec(f"research {topic}")
-
-    return registry, [research, add]
+def _script() -> list[Any]:
+    """The research run with two adds in its nested run (steering after the first skips the
+    second)."""
+    return research_script((0, 1), (1, 1))
 
 
-def _script(inner_calls: int = 2) -> list[Any]:
-    return [
-        turn(call("research", {"topic": "cats"})),
-        turn(*(call("add", {"a": i, "b": 1}) for i in range(inner_calls))),
-        "inner answer",
-        "outer answer",
-    ]
-
-
-def _run(schedule: SteeringSchedule | None = None, **kwargs: Any) -> tuple[TraceTree, Any]:
-    registry, tools = _agent()
-    provider = ScriptedProvider(_script(**kwargs))
+def _run(schedule: SteeringSchedule | None = None) -> tuple[TraceTree, Any]:
+    registry, tools = research_agent()
+    provider = ScriptedProvider(_script())
     runtime = Runtime(provider, "m", registry=registry)
     tree = run_exec_sync(runtime, "go", tools=tools, schedule=schedule)
     provider.assert_complete()
@@ -143,7 +125,7 @@ def test_steering_targets_a_nested_run_by_tool_path() -> None:
 
 def test_an_entry_for_a_run_that_never_starts_stays_pending() -> None:
     schedule = SteeringSchedule().after_tool(0, "x", run="summarize").follow_up("more")
-    registry, tools = _agent()
+    registry, tools = research_agent()
     provider = ScriptedProvider([*_script(), "after the follow-up"])
     tree = run_exec_sync(
         Runtime(provider, "m", registry=registry), "go", tools=tools, schedule=schedule
@@ -192,7 +174,7 @@ def test_choices_asks_are_traced_as_runs_too() -> None:
 
 
 def test_run_exec_async_and_errors() -> None:
-    registry, tools = _agent()
+    registry, tools = research_agent()
     provider = ScriptedProvider(_script()[:2])  # runs out inside the nested run
     runtime = Runtime(provider, "m", registry=registry)
     with pytest.raises(ProviderError) as info:

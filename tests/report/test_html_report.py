@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram import Registry, Runtime, agentic_function, function
+from openprogram import Runtime
 from openprogram_testing import run_exec_sync
 from openprogram_testing.report import (
     Coverage,
@@ -28,6 +28,7 @@ from openprogram_testing.trace import (
     run_loop_sync,
 )
 from tests.report._report_traces import Node, Tree, batch, call, run, steer_after, turn
+from tests.runtime._agents import research_agent, research_script
 
 pytest_plugins = ["pytester"]
 
@@ -203,24 +204,10 @@ def test_cassette_interactions_and_faults_are_marked_at_their_model_call() -> No
 def test_runtime_exec_runs_become_nested_lanes_of_one_record() -> None:
     """A trace tree announces each run; the collector files nested ``exec`` runs and
     ``choices=`` asks under the run that started them and counts their behaviours there."""
-    registry = Registry()
-
-    @function(registry=registry)
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    @agentic_function(registry=registry)
-    def research(topic: str, runtime: Runtime) -> str:
-        """Research a topic with the model."""
-        return "research: " + runtime.exec(f"research {topic}")
-
+    registry, tools = research_agent()
     provider = ScriptedProvider(
         [
-            turn(call("research", {"topic": "cats"})),
-            turn(call("add", {"a": 1, "b": 2})),
-            "inner answer",
-            "outer answer",
+            *research_script((1, 2)),
             "I think x.",  # the first choices ask: no pick
             turn(call("choose", {"choice": "x"})),  # the re-ask picks
         ]
@@ -229,9 +216,8 @@ def test_runtime_exec_runs_become_nested_lanes_of_one_record() -> None:
     add_trace_listener(collector.add)
     try:
         tree = run_exec_sync(
-            Runtime(provider, "m", registry=registry), "go", tools=[research, add],
-            choices=["x", "y"],
-        )  # fmt: skip
+            Runtime(provider, "m", registry=registry), "go", tools=tools, choices=["x", "y"]
+        )
     finally:
         remove_trace_listener(collector.add)
     assert tree.result == "x"

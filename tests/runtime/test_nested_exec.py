@@ -10,15 +10,12 @@ from openprogram import Registry, Runtime, agentic_function, function
 from openprogram.runtime import _current_depth, _current_tools
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
 from openprogram_testing.scripted import ModelRequest
+from tests.runtime._agents import register_add, register_research, research_script
 
 
 def _tools():
     registry = Registry()
-
-    @function(registry=registry)
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
+    add = register_add(registry)
 
     @function(registry=registry)
     def shout(text: str) -> str:
@@ -30,20 +27,8 @@ def _tools():
 
 def test_two_levels_inherit_the_outer_tools():
     registry, add, shout = _tools()
-
-    @agentic_function(registry=registry)
-    def research(topic: str, runtime) -> str:
-        """Research a topic with the model."""
-        return "research: " + runtime.exec(f"research {topic}")
-
-    provider = ScriptedProvider(
-        [
-            turn(call("research", {"topic": "cats"})),
-            turn(call("add", {"a": 1, "b": 2})),
-            "inner answer",
-            "outer answer",
-        ]
-    )
+    research = register_research(registry)
+    provider = ScriptedProvider(research_script((1, 2)))
     runtime = Runtime(provider, "m", registry=registry)
     assert runtime.exec("go", tools=[research, add]) == "outer answer"
     provider.assert_complete()

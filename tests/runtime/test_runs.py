@@ -20,11 +20,11 @@ from openprogram import (
     Runtime,
     agent_loop,
     agentic_function,
-    function,
     run_sync,
 )
 from openprogram.runs import MessageQueue, wants_poll_point
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
+from tests.runtime._agents import register_add
 from tests.runtime._loop import add_tool
 
 # -- run_sync ---------------------------------------------------------------------------------
@@ -83,11 +83,7 @@ def test_sync_exec_errors_are_not_chained_to_no_running_event_loop() -> None:
 
 def _nested_runtime() -> tuple[Runtime, list[tuple[RunInfo, AgentEvent]]]:
     registry = Registry()
-
-    @function(registry=registry)
-    def add(a: int, b: int) -> int:
-        """Add."""
-        return a + b
+    add = register_add(registry)
 
     @agentic_function(registry=registry)
     def leaf(topic: str, runtime: Any) -> str:

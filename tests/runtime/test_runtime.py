@@ -21,17 +21,14 @@ from openprogram import (
     function,
 )
 from openprogram_testing import ScriptedProvider, aborted_turn, call, error_turn, turn
+from tests.runtime._agents import register_add
 
 README = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 
 
 def _registry():
     registry = Registry()
-
-    @function(registry=registry)
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
+    add = register_add(registry)
 
     @function(registry=registry)
     def echo(text: str) -> str:
