@@ -12,21 +12,7 @@ from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram import tools as tools_module
 from openprogram.tools import as_agent_tool, normalize_tools
 from openprogram_testing import ScriptedProvider, call, turn
-
-
-def _tool(name: str = "add") -> dict[str, Any]:
-    return {
-        "spec": {
-            "name": name,
-            "description": "Add two integers.",
-            "parameters": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"],
-            },
-        },
-        "execute": lambda args: args["a"] + args["b"],
-    }
+from tests.runtime._loop import add_tool
 
 
 class _ObjectTool:
@@ -38,7 +24,7 @@ class _ObjectTool:
 
 
 def test_the_same_tool_objects_give_the_same_agent_tools() -> None:
-    tool, obj = _tool(), _ObjectTool()
+    tool, obj = add_tool(), _ObjectTool()
     first = normalize_tools([tool, obj])
     again = normalize_tools([tool, obj])
     assert again[0] is first[0]
@@ -58,7 +44,7 @@ NORMALISERS = pytest.mark.parametrize(
 
 @NORMALISERS
 def test_a_spec_changed_in_place_is_normalised_again(normalise: Callable[[Any], Any]) -> None:
-    tool = _tool()
+    tool = add_tool()
     before = normalise(tool)
     assert normalise(tool) is before
     tool["spec"]["description"] = "Add two numbers."
@@ -72,7 +58,7 @@ def test_a_spec_changed_in_place_is_normalised_again(normalise: Callable[[Any], 
 
 @NORMALISERS
 def test_a_new_execute_or_a_new_name_is_normalised_again(normalise: Callable[[Any], Any]) -> None:
-    tool = _tool()
+    tool = add_tool()
     before = normalise(tool)
     tool["execute"] = lambda args: 0
     assert normalise(tool).execute is tool["execute"]
@@ -86,22 +72,22 @@ def test_a_new_execute_or_a_new_name_is_normalised_again(normalise: Callable[[An
 
 
 def test_the_same_cached_tool_twice_in_one_list_is_a_duplicate_name() -> None:
-    tool = _tool()
+    tool = add_tool()
     normalize_tools([tool])
     with pytest.raises(ValueError, match="two tools are named 'add'"):
-        normalize_tools([tool, _tool()])
+        normalize_tools([tool, add_tool()])
     with pytest.raises(ValueError, match="two tools are named 'add'"):
         normalize_tools([tool, tool])
 
 
 def test_the_cache_is_bounded() -> None:
     for _ in range(tools_module._OFFERED_MAX + 10):
-        as_agent_tool(_tool())
+        as_agent_tool(add_tool())
     assert len(tools_module._OFFERED) <= tools_module._OFFERED_MAX
 
 
 def test_a_changed_tool_is_what_the_next_run_offers_and_runs() -> None:
-    tool = _tool()
+    tool = add_tool()
 
     async def run() -> tuple[str, list[str]]:
         provider = ScriptedProvider([turn(call("add", {"a": 2, "b": 3})), "done"])
