@@ -6,7 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from openprogram import AgentContext, AgentEvent, AgentStream, LoopConfig, agent_loop
+from openprogram import (
+    AgentContext,
+    AgentEvent,
+    AgentStream,
+    LoopConfig,
+    ToolResultMessage,
+    agent_loop,
+)
+from openprogram_testing import ModelRequest
 
 
 def add_tool(calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -91,6 +99,15 @@ def run_order(*turns: list[str], end: str = "completed") -> list[str]:
     for body in turns:
         out += ["turn_start", *body, f"turn_end({body.count('me(toolResult)')})"]
     return [*out, f"agent_end({end})"]
+
+
+def fed_back_error(request: ModelRequest) -> str:
+    """The text of the error tool result that ends the messages of a model ``request``: how a
+    failed tool call (bad arguments, a refused nested exec, an invalid pick) is fed back to the
+    model. Fails unless that last message is an error tool result."""
+    message = request.messages[-1]
+    assert isinstance(message, ToolResultMessage) and message.is_error, message
+    return message.text
 
 
 async def collect(stream: AgentStream) -> list[AgentEvent]:

@@ -1,11 +1,13 @@
 """``exec(choices=[...])``: the forced structured decision after the work."""
 
 import enum
+from typing import Any
 
 import pytest
 
 from openprogram import DecisionError, ProviderError, Registry, Runtime, ToolSpec, function
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
+from tests.runtime._loop import fed_back_error
 
 
 def _choose_spec(labels):
@@ -38,6 +40,18 @@ def _decisions():
         return "rejected"
 
     return registry, approve, reject, calls
+
+
+def _pick(choice: str) -> Any:
+    """The model's turn that picks ``choice`` through the ``choose`` tool."""
+    return turn(call("choose", {"choice": choice}))
+
+
+def _yes_or_no(*decision: Any) -> tuple[ScriptedProvider, Runtime]:
+    """A runtime with an empty registry whose model answers the work round with text, then
+    follows ``decision`` for the yes/no choice."""
+    provider = ScriptedProvider(["work", *decision])
+    return provider, Runtime(provider, registry=Registry())
 
 
 INSTRUCTION = (
@@ -134,14 +148,7 @@ def test_work_runs_tools_before_the_decision():
 
 
 def test_invalid_pick_is_reasked_once_with_the_error_fed_back():
-    provider = ScriptedProvider(
-        [
-            "work",
-            turn(call("choose", {"choice": "maybe"})),
-            turn(call("choose", {"choice": "no"})),
-        ]
-    )
-    runtime = Runtime(provider, registry=Registry())
+    provider, runtime = _yes_or_no(_pick("maybe"), _pick("no"))
     assert runtime.exec("decide", tools=[], choices=["yes", "no"]) == "no"
     provider.assert_complete()
     reask = provider.requests[2]
@@ -154,9 +161,7 @@ def test_invalid_pick_is_reasked_once_with_the_error_fed_back():
         "assistant",
         "toolResult",
     ]
-    fed_back = reask.messages[-1]
-    assert fed_back.is_error
-    assert fed_back.text == (
+    assert fed_back_error(reask) == (
         'Validation failed for tool "choose":\n'
         "  - choice: 'maybe' is not one of ['yes', 'no']\n"
         "\n"
@@ -166,8 +171,7 @@ def test_invalid_pick_is_reasked_once_with_the_error_fed_back():
 
 
 def test_text_only_reply_is_reasked_with_a_user_message():
-    provider = ScriptedProvider(["work", "I think yes.", turn(call("choose", {"choice": "yes"}))])
-    runtime = Runtime(provider, registry=Registry())
+    provider, runtime = _yes_or_no("I think yes.", _pick("yes"))
     assert runtime.exec("decide", tools=[], choices=["yes", "no"]) == "yes"
     assert provider.requests[2].messages[-1].text == (
         "You must call the `choose` tool with exactly one of: yes, no."
@@ -175,14 +179,8 @@ def test_text_only_reply_is_reasked_with_a_user_message():
 
 
 def test_two_picks_in_one_message_are_invalid():
-    provider = ScriptedProvider(
-        [
-            "work",
-            turn(call("choose", {"choice": "yes"}), call("choose", {"choice": "no"})),
-            turn(call("choose", {"choice": "no"})),
-        ]
-    )
-    runtime = Runtime(provider, registry=Registry())
+    both = turn(call("choose", {"choice": "yes"}), call("choose", {"choice": "no"}))
+    provider, runtime = _yes_or_no(both, _pick("no"))
     assert runtime.exec("decide", tools=[], choices=["yes", "no"]) == "no"
     results = provider.requests[2].messages[-2:]
     assert [(r.text, r.is_error) for r in results] == [
@@ -192,14 +190,7 @@ def test_two_picks_in_one_message_are_invalid():
 
 
 def test_invalid_twice_raises_decision_error():
-    provider = ScriptedProvider(
-        [
-            "work",
-            turn(call("choose", {"choice": "maybe"})),
-            turn(call("pick", {"choice": "no"})),
-        ]
-    )
-    runtime = Runtime(provider, registry=Registry())
+    provider, runtime = _yes_or_no(_pick("maybe"), turn(call("pick", {"choice": "no"})))
     with pytest.raises(DecisionError) as info:
         runtime.exec("decide", tools=[], choices=["yes", "no"])
     provider.assert_complete()
@@ -221,8 +212,7 @@ def test_invalid_twice_raises_decision_error():
 
 
 def test_text_twice_raises_decision_error():
-    provider = ScriptedProvider(["work", "Yes.", "Definitely yes."])
-    runtime = Runtime(provider, registry=Registry())
+    provider, runtime = _yes_or_no("Yes.", "Definitely yes.")
     with pytest.raises(DecisionError) as info:
         runtime.exec("decide", tools=[], choices=["yes", "no"])
     assert info.value.attempts == [
@@ -236,8 +226,7 @@ def test_text_twice_raises_decision_error():
 
 
 def test_provider_error_during_the_decision_raises_provider_error():
-    provider = ScriptedProvider(["work", error_turn("overloaded", status=529, retryable=True)])
-    runtime = Runtime(provider, registry=Registry())
+    provider, runtime = _yes_or_no(error_turn("overloaded", status=529, retryable=True))
     with pytest.raises(ProviderError) as info:
         runtime.exec("decide", tools=[], choices=["yes", "no"])
     assert info.value.status == 529

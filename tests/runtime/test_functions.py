@@ -20,6 +20,7 @@ from openprogram import (
 )
 from openprogram.functions import parse_docstring
 from openprogram_testing import ScriptedProvider, call, turn
+from tests.runtime._loop import fed_back_error
 
 
 class Point(BaseModel):
@@ -349,9 +350,7 @@ def test_coercion_and_validation_text_through_the_loop():
     assert seen == [(3, 4)]
     first_result = provider.requests[1].messages[-1]
     assert first_result.text == "7" and not first_result.is_error
-    second = provider.requests[2].messages[-1]
-    assert second.is_error
-    assert second.text == (
+    assert fed_back_error(provider.requests[2]) == (
         'Validation failed for tool "add":\n'
         "  - a: Input should be a valid integer, unable to parse string as an integer\n"
         "  - b: Field required\n"

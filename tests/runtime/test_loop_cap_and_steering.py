@@ -69,7 +69,11 @@ class Queue:
         return out
 
 
-def batch_with_steering_after(k: int, n: int, queue: Queue) -> tuple[dict, list[int]]:
+def batch_with_steering_after(k: int) -> tuple[Queue, dict, list[int], ScriptedProvider]:
+    """A model that calls the ``step`` tool four times in one batch (ids ``c0``..``c3``) and then
+    answers ``"ok"``; the ``k``-th step queues a steering message. Returns the steering queue,
+    the tool, the step numbers that ran, and the provider."""
+    queue = Queue()
     ran: list[int] = []
 
     def execute(args: dict) -> str:
@@ -79,16 +83,15 @@ def batch_with_steering_after(k: int, n: int, queue: Queue) -> tuple[dict, list[
         return f"ran {args['i']}"
 
     tool = {"spec": {"name": "step", "parameters": {"type": "object"}}, "execute": execute}
-    return tool, ran
+    provider = ScriptedProvider(
+        [turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"]
+    )
+    return queue, tool, ran, provider
 
 
 @pytest.mark.parametrize("k", [0, 1, 2, 3])
 def test_steering_after_tool_k_of_four_skip_mode(k: int) -> None:
-    queue = Queue()
-    tool, ran = batch_with_steering_after(k, 4, queue)
-    provider = ScriptedProvider(
-        [turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"]
-    )
+    queue, tool, ran, provider = batch_with_steering_after(k)
     events, stream = run(provider, tools=[tool], get_steering_messages=queue)
     assert ran == list(range(k + 1))
     results = [m for m in events[-1].messages if isinstance(m, ToolResultMessage)]
@@ -105,11 +108,7 @@ def test_steering_after_tool_k_of_four_skip_mode(k: int) -> None:
 
 @pytest.mark.parametrize("k", [0, 1, 2, 3])
 def test_steering_after_tool_k_of_four_after_batch_mode(k: int) -> None:
-    queue = Queue()
-    tool, ran = batch_with_steering_after(k, 4, queue)
-    provider = ScriptedProvider(
-        [turn(*[call("step", {"i": i}, id=f"c{i}") for i in range(4)]), "ok"]
-    )
+    queue, tool, ran, provider = batch_with_steering_after(k)
     events, stream = run(
         provider, tools=[tool], get_steering_messages=queue, steering_mode="after_batch"
     )

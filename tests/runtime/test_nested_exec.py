@@ -11,6 +11,7 @@ from openprogram.runtime import _current_depth, _current_tools
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
 from openprogram_testing.scripted import ModelRequest
 from tests.runtime._agents import register_add, register_research, research_script
+from tests.runtime._loop import fed_back_error
 
 
 def _tools():
@@ -107,7 +108,11 @@ def test_three_levels_deep_async_and_sync_bodies():
     assert provider.requests[5].messages[-1].text == "L1[level 2 done]"
 
 
-def test_depth_limit_is_a_clear_recursion_error_that_leaks_nothing():
+def _recursing_agent(*, answer_refusal: bool):
+    """A registry holding ``recurse``, an agentic function whose body runs ``runtime.exec`` again
+    (each model call that picks it nests one level deeper), and the list of depths its bodies ran
+    at. When the depth limit refuses the exec, the body answers ``"refused"`` with
+    ``answer_refusal``, else the ``RecursionError`` fails the tool call."""
     registry = Registry()
     depths = []
 
@@ -115,8 +120,18 @@ def test_depth_limit_is_a_clear_recursion_error_that_leaks_nothing():
     def recurse(runtime) -> str:
         """Call the model again, one layer deeper."""
         depths.append(_current_depth.get())
-        return runtime.exec("deeper")
+        try:
+            return runtime.exec("deeper")
+        except RecursionError:
+            if answer_refusal:
+                return "refused"
+            raise
 
+    return registry, recurse, depths
+
+
+def test_depth_limit_is_a_clear_recursion_error_that_leaks_nothing():
+    registry, recurse, depths = _recursing_agent(answer_refusal=False)
     # max_depth=2: the outer exec and one nested exec; the third raises inside the tool body.
     provider = ScriptedProvider(
         [turn(call("recurse")), turn(call("recurse")), "level 2 saw the error", "top done"]
@@ -125,9 +140,7 @@ def test_depth_limit_is_a_clear_recursion_error_that_leaks_nothing():
     assert runtime.exec("go", tools=[recurse]) == "top done"
     provider.assert_complete()
     assert depths == [1, 2]
-    error_result = provider.requests[2].messages[-1]
-    assert error_result.is_error
-    assert error_result.text == (
+    assert fed_back_error(provider.requests[2]) == (
         "Runtime.exec nesting is limited to 2 levels and 2 are already running: an "
         "@agentic_function probably calls runtime.exec without end (raise max_depth= on the "
         "Runtime if the nesting is intended)"
@@ -137,17 +150,7 @@ def test_depth_limit_is_a_clear_recursion_error_that_leaks_nothing():
 
 
 def test_default_depth_limit_is_five():
-    registry = Registry()
-    seen = []
-
-    @agentic_function(registry=registry)
-    def recurse(runtime) -> str:
-        seen.append(_current_depth.get())
-        try:
-            return runtime.exec("deeper")
-        except RecursionError:
-            return "refused"
-
+    registry, recurse, seen = _recursing_agent(answer_refusal=True)
     provider = ScriptedProvider([*[turn(call("recurse"))] * 5, *["up"] * 5])
     assert Runtime(provider, registry=registry).exec("go", tools=[recurse]) == "up"
     assert seen == [1, 2, 3, 4, 5]
