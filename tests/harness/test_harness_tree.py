@@ -25,7 +25,7 @@ from openprogram_testing import (
     turn,
 )
 from openprogram_testing.invariants import find_tree_violations
-from tests.runtime._agents import research_agent, research_script
+from tests.runtime._agents import register_answers, research_agent, research_script
 
 
 def _script() -> list[Any]:
@@ -151,16 +151,7 @@ def test_a_broken_nested_run_is_reported_with_its_lane() -> None:
 
 def test_choices_asks_are_traced_as_runs_too() -> None:
     registry = Registry()
-
-    @function(registry=registry)
-    def approve() -> str:
-        """Approve."""
-        return "approved"
-
-    @function(registry=registry)
-    def reject() -> str:
-        """Reject."""
-        return "rejected"
+    approve, reject = register_answers(registry, approve="approved", reject="rejected")
 
     provider = ScriptedProvider(["a refund is fair", turn(call("choose", {"choice": "approve"}))])
     runtime = Runtime(provider, "m", registry=registry)

@@ -4,6 +4,7 @@ program with a tree of runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from openprogram import Function, Registry, Runtime, agentic_function, function
@@ -20,6 +21,23 @@ def register_add(registry: Registry) -> Function:
         return a + b
 
     return add
+
+
+def register_answers(registry: Registry, **answers: str) -> list[Function]:
+    """Register one no-argument function per keyword, named by the keyword and returning its
+    text, and return them in order: stand-in tools (choice functions, batch steps) whose bodies do
+    not matter to the test."""
+
+    def answering(text: str) -> Callable[[], str]:
+        def answer() -> str:
+            return text
+
+        return answer
+
+    return [
+        function(registry=registry, name=name, description=f"Answer {text!r}.")(answering(text))
+        for name, text in answers.items()
+    ]
 
 
 def register_research(registry: Registry) -> Function:

@@ -21,7 +21,7 @@ from openprogram import (
     function,
 )
 from openprogram_testing import ScriptedProvider, aborted_turn, call, error_turn, turn
-from tests.runtime._agents import register_add
+from tests.runtime._agents import register_add, register_answers
 
 README = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 
@@ -303,14 +303,7 @@ def test_readme_runtime_example_runs_verbatim(capsys, restore_default_registry):
 def test_steering_sources_feed_only_the_outermost_run():
     registry = Registry()
     polls = []
-
-    @function(registry=registry)
-    def first() -> str:
-        return "1"
-
-    @function(registry=registry)
-    def second() -> str:
-        return "2"
+    first, second = register_answers(registry, first="1", second="2")
 
     @agentic_function(registry=registry)
     def nested(runtime) -> str:
