@@ -64,6 +64,15 @@ class Events:
         self.events: list[AgentEvent] = []
         self._results: list[ToolResultMessage] = []
 
+    @classmethod
+    def prompted(cls, prompt: str = "go") -> Events:
+        """A run opened the way every run opens: ``agent_start``, the first ``turn_start`` and
+        the prompt."""
+        b = cls().start()
+        b.turn()
+        b.user(prompt)
+        return b
+
     def add(self, *events: AgentEvent) -> Events:
         self.events.extend(events)
         return self
@@ -129,6 +138,18 @@ class Events:
         self._results.append(r)
         return r
 
+    def reply_turn(
+        self, text: str, *, steering: str | UserMessage | None = None
+    ) -> AssistantMessage:
+        """A whole turn in which the model replies with ``text`` only (after the ``steering``
+        message, when one is delivered first); returns the reply."""
+        self.turn()
+        if steering is not None:
+            self.user(steering)
+        reply = self.assistant(text)
+        self.turn_end(reply)
+        return reply
+
     def turn_end(
         self, message: AssistantMessage, results: list[ToolResultMessage] | None = None
     ) -> Events:
@@ -159,15 +180,16 @@ class Events:
         return self.events
 
 
+def add_calls(n: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """``n`` argument-less ``add`` calls with ids ``c1``..``cn``, for :meth:`Events.assistant`."""
+    return [(f"c{i}", "add", {}) for i in range(1, n + 1)]
+
+
 def simple_run() -> tuple[Events, list[AgentEvent]]:
     """A valid run: prompt, one add call, a text answer."""
-    b = Events().start()
-    b.turn()
-    b.user("add 1 and 2")
+    b = Events.prompted("add 1 and 2")
     a1 = b.assistant("Adding.", [("c1", "add", {"a": 1, "b": 2})])
     b.result("c1", "add", "3")
     b.turn_end(a1)
-    b.turn()
-    a2 = b.assistant("3")
-    b.turn_end(a2)
+    b.reply_turn("3")
     return b, b.end()

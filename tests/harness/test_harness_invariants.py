@@ -26,7 +26,7 @@ from openprogram_testing import (
     turn,
 )
 from openprogram_testing.steering import Delivery
-from tests.harness._harness import Events, add_tool, failing_tool, simple_run
+from tests.harness._harness import Events, add_calls, add_tool, failing_tool, simple_run
 
 # -- real runs satisfy every invariant --------------------------------------------------------
 
@@ -111,6 +111,20 @@ def _expect(trace: LoopTrace, n: int, pattern: str) -> InvariantViolation:
     return err
 
 
+def _expect_only(trace: LoopTrace, n: int, pattern: str) -> InvariantViolation:
+    """Like :func:`_expect`, and invariant ``n`` is the only one the trace breaks: the broken
+    trace tests that rule alone."""
+    assert _violated(trace) == {n}
+    return _expect(trace, n, pattern)
+
+
+def _handed_over(*deliveries: Delivery) -> SteeringSchedule:
+    """A schedule whose record says it handed these messages to the loop."""
+    schedule = SteeringSchedule()
+    schedule.delivered.extend(deliveries)
+    return schedule
+
+
 def test_simple_run_is_valid() -> None:
     _, events = simple_run()
     assert find_violations(LoopTrace.from_events(events, tool_names=["add"])) == []
@@ -153,10 +167,8 @@ def test_invariant_2_unbalanced_turns_messages_and_executions() -> None:
 
 
 def test_invariant_2_tool_execution_ids_must_match() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a = b.assistant("", [("c1", "add", {}), ("c2", "add", {})])
+    b = Events.prompted()
+    a = b.assistant("", add_calls(2))
     from openprogram.events import ToolExecutionEnd, ToolExecutionStart
     from openprogram.types import TextContent, ToolResultMessage
 
@@ -184,18 +196,13 @@ def test_invariant_3_more_model_calls_than_the_cap() -> None:
 
 
 def test_invariant_4_tool_call_without_result() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a1 = b.assistant("", [("c1", "add", {}), ("c2", "add", {})])
+    b = Events.prompted()
+    a1 = b.assistant("", add_calls(2))
     b.result("c1", "add", "1")
     b.turn_end(a1)
-    b.turn()
-    a2 = b.assistant("done")
-    b.turn_end(a2)
+    b.reply_turn("done")
     trace = LoopTrace.from_events(b.end(), tool_names=["add"])
-    assert _violated(trace) == {4}
-    _expect(
+    _expect_only(
         trace,
         4,
         r"call\(s\) c2 \(add\) of the assistant message at #\d+ got no result before the next",
@@ -203,25 +210,20 @@ def test_invariant_4_tool_call_without_result() -> None:
 
 
 def test_invariant_4_results_out_of_order() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a1 = b.assistant("", [("c1", "add", {}), ("c2", "add", {})])
+    b = Events.prompted()
+    a1 = b.assistant("", add_calls(2))
     b.result("c2", "add", "2")
     b.result("c1", "add", "1")
     b.turn_end(a1)
-    b.turn()
-    b.turn_end(b.assistant("done"))
+    b.reply_turn("done")
     _expect(LoopTrace.from_events(b.end()), 4, r"result for c2 \(add\) arrives out of call order")
 
 
 def _skip_round(
     *, texts: tuple[str, str] = (SKIPPED_TEXT, SKIPPED_TEXT), ran_after: bool = False
 ) -> Events:
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a1 = b.assistant("", [("c1", "add", {}), ("c2", "add", {}), ("c3", "add", {})])
+    b = Events.prompted()
+    a1 = b.assistant("", add_calls(3))
     b.result("c1", "add", "1")
     b.result("c2", "add", texts[0], is_error=True, skipped=True)
     if ran_after:
@@ -234,40 +236,30 @@ def _skip_round(
 
 def test_invariant_5_skipped_result_with_the_wrong_text() -> None:
     b = _skip_round(texts=(SKIPPED_TEXT, "skipped"))
-    b.turn()
-    b.user("steer")
-    b.turn_end(b.assistant("ok"))
+    b.reply_turn("ok", steering="steer")
     trace = LoopTrace.from_events(b.end())
-    assert _violated(trace) == {5}
-    _expect(trace, 5, r"skipped result c3 has text 'skipped'")
+    _expect_only(trace, 5, r"skipped result c3 has text 'skipped'")
 
 
 def test_invariant_5_a_call_after_a_skipped_one_ran() -> None:
     b = _skip_round(ran_after=True)
-    b.turn()
-    b.user("steer")
-    b.turn_end(b.assistant("ok"))
+    b.reply_turn("ok", steering="steer")
     _expect(LoopTrace.from_events(b.end()), 5, r"a call after the first skipped one ran")
 
 
 def test_invariant_5_not_exactly_the_remaining_calls_are_skipped() -> None:
     # The schedule says steering arrived after call 0, but call 1 (c2) ran.
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a1 = b.assistant("", [("c1", "add", {}), ("c2", "add", {}), ("c3", "add", {})])
+    b = Events.prompted()
+    a1 = b.assistant("", add_calls(3))
     b.result("c1", "add", "1")
     b.result("c2", "add", "2")
     b.result("c3", "add", SKIPPED_TEXT, is_error=True, skipped=True)
     b.turn_end(a1)
-    b.turn()
-    steer = b.user("steer")
-    b.turn_end(b.assistant("ok"))
-    schedule = SteeringSchedule()
-    schedule.delivered.append(Delivery(steer, "steering", after_tool=0, round=1, call_index=0))
+    steer = UserMessage(content="steer")
+    b.reply_turn("ok", steering=steer)
+    schedule = _handed_over(Delivery(steer, "steering", after_tool=0, round=1, call_index=0))
     trace = LoopTrace.from_events(b.end(), schedule=schedule)
-    assert _violated(trace) == {5}
-    _expect(
+    _expect_only(
         trace,
         5,
         r"steering arrived after call 0, so call\(s\) \[1, 2\] should be skipped; skipped: \[2\]",
@@ -276,8 +268,7 @@ def test_invariant_5_not_exactly_the_remaining_calls_are_skipped() -> None:
 
 def test_invariant_5_steering_not_right_before_the_next_assistant_message() -> None:
     b = _skip_round()
-    b.turn()
-    b.turn_end(b.assistant("ok"))  # the steering never arrives
+    b.reply_turn("ok")  # the steering never arrives
     _expect(
         LoopTrace.from_events(b.end()),
         5,
@@ -287,9 +278,7 @@ def test_invariant_5_steering_not_right_before_the_next_assistant_message() -> N
 
 def test_invariant_5_skipping_in_after_batch_mode() -> None:
     b = _skip_round()
-    b.turn()
-    b.user("steer")
-    b.turn_end(b.assistant("ok"))
+    b.reply_turn("ok", steering="steer")
     _expect(
         LoopTrace.from_events(b.end(), steering_mode="after_batch"),
         5,
@@ -298,40 +287,33 @@ def test_invariant_5_skipping_in_after_batch_mode() -> None:
 
 
 def test_invariant_6_unknown_tool_with_a_success_result() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
+    b = Events.prompted()
     a1 = b.assistant("", [("c1", "nope", {})])
     b.result("c1", "nope", "fine")
     b.turn_end(a1)
-    b.turn()
-    b.turn_end(b.assistant("ok"))
+    b.reply_turn("ok")
     trace = LoopTrace.from_events(b.end(), tool_names=["add"])
-    assert _violated(trace) == {6}
-    _expect(
+    _expect_only(
         trace, 6, r"unknown tool 'nope'; its result should be is_error with 'Tool nope not found'"
     )
 
 
 def test_invariant_6_no_model_call_after_an_error_result() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a1 = b.assistant("", [("c1", "add", {})])
+    b = Events.prompted()
+    a1 = b.assistant("", add_calls(1))
     b.result("c1", "add", "kaboom", is_error=True)
     b.turn_end(a1)
     trace = LoopTrace.from_events(b.end(), tool_names=["add"])
-    assert _violated(trace) == {6}
-    _expect(trace, 6, r"round 0 ended with error result\(s\) but the model was not called again")
+    _expect_only(
+        trace, 6, r"round 0 ended with error result\(s\) but the model was not called again"
+    )
     # At the cap it is fine.
     assert _violated(LoopTrace.from_events(trace.events, cap=1, tool_names=["add"])) == set()
 
 
 def test_invariant_7_tool_call_of_an_error_message_runs() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
-    a1 = b.assistant("", [("c1", "add", {})], stop="error", error="boom")
+    b = Events.prompted()
+    a1 = b.assistant("", add_calls(1), stop="error", error="boom")
     b.result("c1", "add", "1")
     b.turn_end(a1, [])
     trace = LoopTrace.from_events(b.end("error"))
@@ -340,12 +322,9 @@ def test_invariant_7_tool_call_of_an_error_message_runs() -> None:
 
 
 def test_invariant_7_model_called_after_an_error_message() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("go")
+    b = Events.prompted()
     b.turn_end(b.assistant("", stop="error", error="boom"))
-    b.turn()
-    b.turn_end(b.assistant("retry worked"))
+    b.reply_turn("retry worked")
     trace = LoopTrace.from_events(b.end("completed"))
     err = _expect(trace, 7, r"a model call follows the error message at #\d+")
     assert "termination is 'completed'" in str(err)
@@ -353,13 +332,11 @@ def test_invariant_7_model_called_after_an_error_message() -> None:
 
 def test_invariant_8_a_handed_over_message_is_lost() -> None:
     _, events = simple_run()
-    schedule = SteeringSchedule()
-    schedule.delivered.append(
+    schedule = _handed_over(
         Delivery(UserMessage(content="lost"), "steering", after_tool=None, round=1)
     )
     trace = LoopTrace.from_events(events, schedule=schedule)
-    assert _violated(trace) == {8}
-    _expect(
+    _expect_only(
         trace,
         8,
         r"steering message 'lost' was handed to the loop \(for round 1\) but neither delivered",
@@ -382,19 +359,15 @@ def test_invariant_8_undelivered_in_a_completed_run_and_phantom_messages() -> No
 
 
 def test_invariant_9_steering_after_a_text_reply_without_a_model_call() -> None:
-    b = Events().start()
-    b.turn()
-    b.user("hi")
+    b = Events.prompted("hi")
     reply = b.assistant("hello")
     b.turn_end(reply)
     b.turn()
     steer = b.user("one more thing")
     b.turn_end(reply, [])  # the round ends without asking the model
-    schedule = SteeringSchedule()
-    schedule.delivered.append(Delivery(steer, "steering", after_tool=None, round=1))
+    schedule = _handed_over(Delivery(steer, "steering", after_tool=None, round=1))
     trace = LoopTrace.from_events(b.end(), schedule=schedule)
-    assert _violated(trace) == {9}
-    _expect(
+    _expect_only(
         trace,
         9,
         r"steering 'one more thing' queued after the text-only reply at #\d+ did not cause",
