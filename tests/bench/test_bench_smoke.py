@@ -6,37 +6,19 @@ targets are computed correctly."""
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level script package, not installed
-    sys.path.insert(0, str(ROOT))
-
-from bench import cli, report  # noqa: E402
-from bench.common import FINAL_TEXT, BenchError, Script, growth_ratio, timed_run  # noqa: E402
-from bench.frameworks import load  # noqa: E402
+from bench import cli, report
+from bench.common import FINAL_TEXT, BenchError, Script, growth_ratio, timed_run
+from bench.frameworks import load
+from tests.bench._bench import smoke_results
 
 
 def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
-    out = tmp_path / "results.json"
-    code = cli.main(
-        [
-            "--smoke",
-            "--no-subprocess",
-            "--workloads",
-            "W1,W2,W3,W4",
-            "--output",
-            str(out),
-            "--quiet",
-        ]
-    )
-    assert code == 0
-    results = json.loads(out.read_text())
+    results = smoke_results(tmp_path, "W1,W2,W3,W4")
     assert results["meta"]["mode"] == "smoke"
     assert results["meta"]["skipped"] == {}
     for key in ("W1", "W2", "W3"):
@@ -54,20 +36,7 @@ def test_smoke_run_writes_checked_results(tmp_path: Path) -> None:
 
 
 def test_smoke_run_of_the_async_concurrency_and_menu_workloads(tmp_path: Path) -> None:
-    out = tmp_path / "results.json"
-    code = cli.main(
-        [
-            "--smoke",
-            "--no-subprocess",
-            "--workloads",
-            "W1,W2,W1-async,W2-async,W7,W8",
-            "--output",
-            str(out),
-            "--quiet",
-        ]
-    )
-    assert code == 0
-    wl = json.loads(out.read_text())["workloads"]
+    wl = smoke_results(tmp_path, "W1,W2,W1-async,W2-async,W7,W8")["workloads"]
     for key in ("W1-async", "W2-async", "W7"):
         assert set(wl[key]["results"]) == {"floor", "openprogram"}
     ours_w2 = wl["W2-async"]["results"]["openprogram"]
@@ -235,12 +204,7 @@ def test_the_profiling_target_runs_checked_loops(capsys: pytest.CaptureFixture[s
 
 
 def test_smoke_w5_replays_every_adapter_through_its_sdk(tmp_path: Path) -> None:
-    out = tmp_path / "results.json"
-    code = cli.main(
-        ["--smoke", "--no-subprocess", "--workloads", "W5", "--output", str(out), "--quiet"]
-    )
-    assert code == 0
-    rows = json.loads(out.read_text())["workloads"]["W5"]["results"]
+    rows = smoke_results(tmp_path, "W5")["workloads"]["W5"]["results"]
     for name in ("openai-chat", "anthropic", "gemini", "bedrock"):
         for kind in ("openprogram", "vcrpy raw"):
             row = rows[f"{kind} ({name})"]
