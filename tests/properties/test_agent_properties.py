@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 import openprogram.calls as calls_module
 from openprogram_testing.scenarios import load_scenario, run_scenario
@@ -25,15 +25,10 @@ from openprogram_testing.strategies import (
     schema_calls,
 )
 from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
+from tests.properties._settings import fixed_settings
 
 HERE = Path(__file__).resolve().parent
-QUICK = settings(
-    max_examples=60,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
+QUICK = fixed_settings(60)
 TOOLS = [get_order, book_hotel, refund]
 
 

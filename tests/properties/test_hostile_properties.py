@@ -9,7 +9,7 @@ import collections
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 import openprogram.calls as calls_module
 import openprogram.loop as loop_module
@@ -20,19 +20,11 @@ from openprogram_testing.strategies import (
     OutcomeMismatch,
     check_hostile_run,
     hostile_scenarios,
-    property_settings,
 )
+from tests.properties._settings import fixed_settings, half_property_settings
 
-PROPERTY = property_settings()
-_HALF = settings(PROPERTY, max_examples=max(10, PROPERTY.max_examples // 2))
-_HUNT = settings(
-    max_examples=300,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    suppress_health_check=list(HealthCheck),
-)
+_HALF = half_property_settings()
+_HUNT = fixed_settings(300, print_blob=False)
 
 
 @_HALF

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from hypothesis import given, settings
+from hypothesis import given
 
 from openprogram_testing.strategies import (
     GeneratedScenario,
@@ -23,13 +23,14 @@ from openprogram_testing.strategies import (
     report_failure,
     scenarios,
 )
+from tests.properties._settings import half_property_settings
 
 # The active profile ($HYPOTHESIS_PROFILE, or "ci" when $CI is set, else "dev") for these
 # properties only: hypothesis's global default, which other test modules use, is left alone.
 PROPERTY = property_settings()
 
 # The re-chunking property runs every example twice: half the examples keeps its cost level.
-_HALF = settings(PROPERTY, max_examples=max(10, PROPERTY.max_examples // 2))
+_HALF = half_property_settings()
 
 
 def final_messages(trace: object) -> list[str]:

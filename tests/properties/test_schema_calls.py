@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import find, given, settings
 
 from openprogram_testing import ScriptedProvider, run_loop
 from openprogram_testing.schema_values import ArgumentGenerator, RandomSource, compiled_validator
@@ -22,14 +22,9 @@ from openprogram_testing.strategies import (
 )
 from openprogram_testing.strategies.schema import CallLabel, label_applies
 from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
+from tests.properties._settings import fixed_settings
 
-_SOME = settings(
-    max_examples=150,
-    database=None,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
+_SOME = fixed_settings(150)
 
 
 @pytest.mark.parametrize("tool", [refund, book_hotel, get_order], ids=lambda t: tool_model(t).name)

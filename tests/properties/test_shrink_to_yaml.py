@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 
 import openprogram.calls as calls_module
 import openprogram.loop as loop_module
@@ -34,15 +34,9 @@ from openprogram_testing.strategies import (
     scenario_to_yaml,
     scenarios,
 )
+from tests.properties._settings import fixed_settings
 
-_HUNT = settings(
-    max_examples=400,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+_HUNT = fixed_settings(400, suppress_health_check=[HealthCheck.too_slow], print_blob=False)
 
 
 def run_property(runner: asyncio.Runner) -> None:
@@ -153,13 +147,7 @@ def test_failure_dir_default_and_env(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert "returns: null" in first.read_text(encoding="utf-8")
 
 
-_ROUND_TRIP = settings(
-    max_examples=60,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+_ROUND_TRIP = fixed_settings(60, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_every_exported_scenario_replays_the_same_run(event_runner: asyncio.Runner) -> None:

@@ -17,6 +17,7 @@ from openprogram_testing.strategies import (
     scenarios,
     steering_schedules,
 )
+from tests.properties._settings import fixed_settings
 
 REQUIRED_KINDS = {
     # model turns
@@ -57,13 +58,7 @@ REQUIRED_KINDS = {
     "undelivered",
 }
 
-_SAMPLE = settings(
-    max_examples=400,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+_SAMPLE = fixed_settings(400, suppress_health_check=[HealthCheck.too_slow])
 
 
 @lru_cache(maxsize=1)
