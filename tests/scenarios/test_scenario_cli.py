@@ -16,17 +16,11 @@ import pytest
 from openprogram_testing.cli import main
 from openprogram_testing.commands import pytest_args
 from openprogram_testing.scenarios import run_scenario, scenario_json_schema
+from tests.scenarios._scenarios import ONE_TOOL_CALL
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PASSING = """
-prompt: hi
-tools: [{name: t, returns: ok}]
-script:
-  - calls: [{name: t}]
-  - done
-expect: {termination: completed, model_calls: 2, final_text: done}
-"""
+PASSING = ONE_TOOL_CALL + "expect: {termination: completed, model_calls: 2, final_text: done}\n"
 FAILING = """
 prompt: hi
 script: [hello]

@@ -20,6 +20,7 @@ from openprogram_testing.scenarios import (
     parse_scenario,
     run_scenario,
 )
+from tests.scenarios._scenarios import load_error
 
 pytest_plugins = ["pytester"]
 
@@ -33,12 +34,6 @@ BOMB = (
     )
     + "prompt: hi\nscript: [x]\ntools:\n  - name: t\n    returns: *i\n"
 )
-
-
-def load_error(path: Path, **kwargs: object) -> str:
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(path, **kwargs)  # type: ignore[arg-type]
-    return str(info.value)
 
 
 def in_subprocess(code: str, timeout: float = 60) -> str:

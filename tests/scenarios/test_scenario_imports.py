@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from openprogram_testing.scenarios import ScenarioError, load_scenario, run_scenario
+from tests.scenarios._scenarios import load_error
 
 pytest_plugins = ["pytester"]
 
@@ -169,9 +170,7 @@ def test_validate_checks_imports_without_running(tmp_path: Path) -> None:
         "prompt: hi\nscript: [x]\nruntime: shop.tools:make_nothing\n"
         "tools: [{import: shop.tools:get_order}]\n"
     )
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(path, import_roots=[tmp_path])
-    assert str(info.value) == (
+    assert load_error(path, import_roots=[tmp_path]) == (
         f"{path}:3:10: runtime: the factory 'shop.tools:make_nothing' returned a str, not an "
         "openprogram Runtime"
     )
@@ -186,9 +185,8 @@ def test_a_name_clash_between_an_import_and_a_stub_is_refused(tmp_path: Path) ->
     path.write_text(
         "prompt: hi\nscript: [x]\ntools: [{import: 'shop.tools:ALL'}, {name: refund}]\n"
     )
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(path, import_roots=[tmp_path])
-    assert "tools[0].import: tool 'refund' is offered twice" in str(info.value)
+    message = load_error(path, import_roots=[tmp_path])
+    assert "tools[0].import: tool 'refund' is offered twice" in message
 
 
 def test_the_schema_driven_model_calls_every_tool_from_yaml(tmp_path: Path) -> None:

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.scenarios._scenarios import ONE_TOOL_CALL
+
 pytest_plugins = ["pytester"]
 
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
-PASSING = """
-prompt: hi
-tools: [{name: t, returns: ok}]
-script:
-  - calls: [{name: t}]
-  - done
-expect: {termination: completed, tool_results: [{name: t, text: ok}]}
-"""
+PASSING = ONE_TOOL_CALL + "expect: {termination: completed, tool_results: [{name: t, text: ok}]}\n"
 
 
 def test_scenario_files_become_items_with_readable_failures(pytester: pytest.Pytester) -> None:
