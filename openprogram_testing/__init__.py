@@ -5,8 +5,9 @@ and assertions, snapshots, hypothesis strategies, YAML scenarios, a pytest plugi
 
 Importing the package is cheap: every public name is loaded on first use (``__getattr__``), so
 ``from openprogram_testing import ScriptedProvider`` does not pay for pydantic, PyYAML, vcrpy,
-hypothesis, syrupy or an SDK.  To add a public name: add it to ``_EXPORTS`` (name -> module),
-to the ``TYPE_CHECKING`` imports (for type checkers) and to ``__all__``.
+hypothesis, syrupy or an SDK.  To add a public name: add it to ``_EXPORTS`` (name -> module,
+which ``__all__`` is made from) and to the ``TYPE_CHECKING`` imports, as ``name as name`` (the
+form that tells a type checker the package re-exports it).
 """
 
 from __future__ import annotations
@@ -15,50 +16,55 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .assertions import (
-        assert_final_text,
-        assert_model_calls,
-        assert_recovered,
-        assert_skipped,
-        assert_terminated,
-        assert_tool_results,
-    )
-    from .cassettes import CassetteError, CassetteMismatch, CassetteSession, use_cassette
-    from .emulator import EmulatorRequest, Fault, ProviderEmulator
-    from .invariants import (
-        InvariantViolation,
-        Violation,
-        check_invariants,
-        check_rechunk_invariance,
-        find_violations,
-    )
-    from .scenarios import (
-        Scenario,
-        ScenarioError,
-        ScenarioResult,
-        load_scenario,
-        run_scenario,
-    )
-    from .schema_provider import SchemaDrivenProvider
-    from .scripted import (
-        ModelRequest,
-        ScriptedCall,
-        ScriptedProvider,
-        ScriptedTurn,
-        ScriptError,
-        UnconsumedTurns,
-        UnexpectedModelCall,
-        aborted_turn,
-        call,
-        cut_turn,
-        error_turn,
-        raising_turn,
-        think,
-        turn,
-    )
-    from .steering import Delivery, ScheduleEntry, SteeringSchedule
-    from .trace import LoopTrace, render_snapshot, render_timeline, run_loop, run_loop_sync
-    from .tree import TraceTree, run_exec, run_exec_sync
+    from .assertions import assert_final_text as assert_final_text
+    from .assertions import assert_model_calls as assert_model_calls
+    from .assertions import assert_recovered as assert_recovered
+    from .assertions import assert_skipped as assert_skipped
+    from .assertions import assert_terminated as assert_terminated
+    from .assertions import assert_tool_results as assert_tool_results
+    from .cassettes import CassetteError as CassetteError
+    from .cassettes import CassetteMismatch as CassetteMismatch
+    from .cassettes import CassetteSession as CassetteSession
+    from .cassettes import use_cassette as use_cassette
+    from .emulator import EmulatorRequest as EmulatorRequest
+    from .emulator import Fault as Fault
+    from .emulator import ProviderEmulator as ProviderEmulator
+    from .invariants import InvariantViolation as InvariantViolation
+    from .invariants import Violation as Violation
+    from .invariants import check_invariants as check_invariants
+    from .invariants import check_rechunk_invariance as check_rechunk_invariance
+    from .invariants import find_violations as find_violations
+    from .scenarios import Scenario as Scenario
+    from .scenarios import ScenarioError as ScenarioError
+    from .scenarios import ScenarioResult as ScenarioResult
+    from .scenarios import load_scenario as load_scenario
+    from .scenarios import run_scenario as run_scenario
+    from .schema_provider import SchemaDrivenProvider as SchemaDrivenProvider
+    from .scripted import ModelRequest as ModelRequest
+    from .scripted import ScriptedCall as ScriptedCall
+    from .scripted import ScriptedProvider as ScriptedProvider
+    from .scripted import ScriptedTurn as ScriptedTurn
+    from .scripted import ScriptError as ScriptError
+    from .scripted import UnconsumedTurns as UnconsumedTurns
+    from .scripted import UnexpectedModelCall as UnexpectedModelCall
+    from .scripted import aborted_turn as aborted_turn
+    from .scripted import call as call
+    from .scripted import cut_turn as cut_turn
+    from .scripted import error_turn as error_turn
+    from .scripted import raising_turn as raising_turn
+    from .scripted import think as think
+    from .scripted import turn as turn
+    from .steering import Delivery as Delivery
+    from .steering import ScheduleEntry as ScheduleEntry
+    from .steering import SteeringSchedule as SteeringSchedule
+    from .trace import LoopTrace as LoopTrace
+    from .trace import render_snapshot as render_snapshot
+    from .trace import render_timeline as render_timeline
+    from .trace import run_loop as run_loop
+    from .trace import run_loop_sync as run_loop_sync
+    from .tree import TraceTree as TraceTree
+    from .tree import run_exec as run_exec
+    from .tree import run_exec_sync as run_exec_sync
 
 _EXPORTS: dict[str, str] = {
     "assert_final_text": "assertions",
@@ -128,54 +134,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__all__ = [
-    "CassetteError",
-    "CassetteMismatch",
-    "CassetteSession",
-    "Delivery",
-    "EmulatorRequest",
-    "Fault",
-    "InvariantViolation",
-    "LoopTrace",
-    "ModelRequest",
-    "ProviderEmulator",
-    "Scenario",
-    "ScenarioError",
-    "ScenarioResult",
-    "ScheduleEntry",
-    "SchemaDrivenProvider",
-    "ScriptError",
-    "ScriptedCall",
-    "ScriptedProvider",
-    "ScriptedTurn",
-    "SteeringSchedule",
-    "TraceTree",
-    "UnconsumedTurns",
-    "UnexpectedModelCall",
-    "Violation",
-    "aborted_turn",
-    "assert_final_text",
-    "assert_model_calls",
-    "assert_recovered",
-    "assert_skipped",
-    "assert_terminated",
-    "assert_tool_results",
-    "call",
-    "check_invariants",
-    "check_rechunk_invariance",
-    "cut_turn",
-    "error_turn",
-    "find_violations",
-    "load_scenario",
-    "raising_turn",
-    "render_snapshot",
-    "render_timeline",
-    "run_exec",
-    "run_exec_sync",
-    "run_loop",
-    "run_loop_sync",
-    "run_scenario",
-    "think",
-    "turn",
-    "use_cassette",
-]
+__all__ = sorted(_EXPORTS)
