@@ -31,7 +31,7 @@ the loop reports it, it is never lost) and ``pending`` lists the entries no run 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -382,27 +382,30 @@ async def _call(source: _Source | None, point: PollPoint) -> list[UserMessage]:
 
 def _messages(message: Any) -> list[UserMessage]:
     """Normalise once, so the very objects handed to the loop are the ones recorded."""
-    if isinstance(message, UserMessage):
-        return [message]
-    if isinstance(message, str):
-        return [UserMessage(content=message)]
-    if isinstance(message, Sequence):
-        out: list[UserMessage] = []
-        for m in message:
-            if isinstance(m, UserMessage):
-                out.append(m)
-            elif isinstance(m, str):
-                out.append(UserMessage(content=m))
-            else:
-                raise TypeError(
-                    f"a scheduled message must be a str or UserMessage, got {type(m).__name__}"
-                )
-        if not out:
-            raise ValueError("a schedule entry needs at least one message")
-        return out
-    raise TypeError(
-        f"a scheduled message must be a str or UserMessage, got {type(message).__name__}"
-    )
+    what = "a scheduled message"
+    if isinstance(message, UserMessage | str):
+        return as_user_messages([message], what)
+    if not isinstance(message, Sequence):
+        raise TypeError(f"{what} must be a str or UserMessage, got {type(message).__name__}")
+    out = as_user_messages(message, what)
+    if not out:
+        raise ValueError("a schedule entry needs at least one message")
+    return out
+
+
+def as_user_messages(items: Iterable[object], what: str) -> list[UserMessage]:
+    """``items`` as user messages, a ``str`` becoming a ``UserMessage`` with that text: prompts
+    and scheduled messages take the same two forms.  ``what`` names an item in the
+    ``TypeError`` for anything else (``"a prompt must be a str or UserMessage, got int"``)."""
+    out: list[UserMessage] = []
+    for item in items:
+        if isinstance(item, UserMessage):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(UserMessage(content=item))
+        else:
+            raise TypeError(f"{what} must be a str or UserMessage, got {type(item).__name__}")
+    return out
 
 
 def _index(value: int, name: str) -> int:
@@ -423,5 +426,6 @@ __all__ = [
     "RunPath",
     "ScheduleEntry",
     "SteeringSchedule",
+    "as_user_messages",
     "run_path",
 ]
