@@ -45,7 +45,7 @@ from openprogram.types import (
 
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
-from .steering import Delivery, SteeringSchedule
+from .steering import Delivery, SteeringSchedule, as_user_messages
 
 
 @dataclass(slots=True)
@@ -196,11 +196,9 @@ class LoopTrace:
                 seen_error = []
         return out
 
-    def timeline(self, *, color: bool = False) -> str:
-        return render_timeline(self, color=color)
-
-    def snapshot_text(self) -> str:
-        return render_snapshot(self)
+    # The renderers as methods (``trace.timeline(color=True)``, ``tree.snapshot_text()``).
+    timeline = render_timeline
+    snapshot_text = render_snapshot
 
     def __repr__(self) -> str:
         return (
@@ -371,15 +369,7 @@ def annotate(kind: str, text: str) -> None:
 def _as_prompts(prompts: Sequence[UserMessage | str] | UserMessage | str) -> list[UserMessage]:
     if isinstance(prompts, UserMessage | str):
         prompts = [prompts]
-    out: list[UserMessage] = []
-    for p in prompts:
-        if isinstance(p, UserMessage):
-            out.append(p)
-        elif isinstance(p, str):
-            out.append(UserMessage(content=p))
-        else:
-            raise TypeError(f"a prompt must be a str or UserMessage, got {type(p).__name__}")
-    return out
+    return as_user_messages(prompts, "a prompt")
 
 
 __all__ = [

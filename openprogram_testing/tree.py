@@ -129,11 +129,8 @@ class TraceTree:
         return node
 
     # -- rendering ----------------------------------------------------------------------------
-    def timeline(self, *, color: bool = False) -> str:
-        return render_timeline(self, color=color)
-
-    def snapshot_text(self) -> str:
-        return render_snapshot(self)
+    timeline = render_timeline
+    snapshot_text = render_snapshot
 
     def __repr__(self) -> str:
         return (
