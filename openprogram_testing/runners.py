@@ -9,7 +9,7 @@ number of scripted turns and the last message the model was sent.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .invariants import check_invariants
 from .trace import LoopTrace, run_loop, run_loop_sync
@@ -21,9 +21,15 @@ if TYPE_CHECKING:
 Ran = LoopTrace | TraceTree
 """One thing a runner ran: a loop run's trace, or the tree of an ``exec``'s runs."""
 
+_R = TypeVar("_R", LoopTrace, TraceTree)
 
-class _Runner:
-    """What both runners share: options, the record of runs, the checks after a run."""
+
+class _Runner(Generic[_R]):
+    """What both runners share: options, the record of runs, the checks after a run, and the
+    runs of the runner's own kind picked out of the record it shares with the other
+    runner."""
+
+    _kind: type[_R]
 
     def __init__(
         self,
@@ -36,6 +42,15 @@ class _Runner:
         self._wants = wants
         self.check = check
         self.ran = record
+
+    def _own_runs(self) -> list[_R]:
+        return [r for r in self.ran if isinstance(r, self._kind)]
+
+    @property
+    def last(self) -> _R | None:
+        """The latest run of this runner's kind (``None`` before the first)."""
+        own = self._own_runs()
+        return own[-1] if own else None
 
     def _schedule(self, kwargs: dict[str, Any]) -> None:
         if "schedule" not in kwargs and self._wants("steering"):
@@ -51,7 +66,7 @@ class _Runner:
             check_invariants(ran)
 
 
-class LoopRunner(_Runner):
+class LoopRunner(_Runner[LoopTrace]):
     """Runs loops for a test and returns their ``LoopTrace`` (the ``loop_runner`` fixture).
 
     ``loop_runner(prompts, **run_loop_options)`` runs with the test's ``scripted_provider``
@@ -62,14 +77,11 @@ class LoopRunner(_Runner):
     ``openprogram_check_invariants = false`` turn that off) and kept in ``traces``.
     """
 
-    @property
-    def traces(self) -> list[LoopTrace]:
-        return [r for r in self.ran if isinstance(r, LoopTrace)]
+    _kind = LoopTrace
 
     @property
-    def last(self) -> LoopTrace | None:
-        traces = self.traces
-        return traces[-1] if traces else None
+    def traces(self) -> list[LoopTrace]:
+        return self._own_runs()
 
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
         check = kwargs.pop("check_invariants", self.check)
@@ -104,7 +116,7 @@ class LoopRunner(_Runner):
         return trace
 
 
-class ExecRunner(_Runner):
+class ExecRunner(_Runner[TraceTree]):
     """Runs ``Runtime.exec`` for a test and returns the ``TraceTree`` of its runs (the
     ``exec_runner`` fixture).
 
@@ -116,6 +128,8 @@ class ExecRunner(_Runner):
     ``tree.exception``.  ``await exec_runner.arun(...)`` is the async form.  Every run of the
     tree is checked against the loop invariants (switched off as for ``loop_runner``).
     """
+
+    _kind = TraceTree
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -132,12 +146,7 @@ class ExecRunner(_Runner):
 
     @property
     def trees(self) -> list[TraceTree]:
-        return [r for r in self.ran if isinstance(r, TraceTree)]
-
-    @property
-    def last(self) -> TraceTree | None:
-        trees = self.trees
-        return trees[-1] if trees else None
+        return self._own_runs()
 
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
         check = kwargs.pop("check_invariants", self.check)
