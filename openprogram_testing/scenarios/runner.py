@@ -247,21 +247,10 @@ def _runtime(scenario: Scenario, provider: Any, model: str) -> Any:
 async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
     """Run the loop; returns the trace, the scripted provider (``None`` for cassettes) and
     failures found while running (a cassette left with unplayed interactions)."""
-    from ..trace import run_loop
-
     model = scenario.options.model
     if scenario.cassette is None:
         provider = build_provider(scenario)
-        runtime = _runtime(scenario, provider, model)
-        tools = build_tools(scenario, provider, model, runtime)
-        scripted_trace = await run_loop(
-            provider,
-            scenario.prompt_list,
-            model=model,
-            tools=tools,
-            **loop_options(scenario, runtime),
-        )
-        return scripted_trace, provider, []
+        return await _run_loop(scenario, provider, model), provider, []
     from ..cassettes import CassetteError, use_cassette
     from .checks import cassette_file
     from .replay import cassette_adapter, mutations_for
@@ -279,20 +268,24 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
             allow_unplayed=cassette.allow_unplayed,
             mutations=mutations_for(cassette.faults, count),
         ):
-            runtime = _runtime(scenario, adapter, model)
-            tools = build_tools(scenario, adapter, model, runtime)
-            trace = await run_loop(
-                adapter,
-                scenario.prompt_list,
-                model=model,
-                tools=tools,
-                **loop_options(scenario, runtime),
-            )
+            trace = await _run_loop(scenario, adapter, model)
     except CassetteError as exc:
         if trace is None:
             raise
         return trace, None, [f"cassette: {exc}"]  # raised when the cassette closed
     return trace, None, []
+
+
+async def _run_loop(scenario: Scenario, provider: Any, model: str) -> Any:
+    """The scenario's loop run over ``provider`` (its script, or a cassette's adapter): its tools
+    and options, through a ``Runtime`` when it imports real tools."""
+    from ..trace import run_loop
+
+    runtime = _runtime(scenario, provider, model)
+    tools = build_tools(scenario, provider, model, runtime)
+    return await run_loop(
+        provider, scenario.prompt_list, model=model, tools=tools, **loop_options(scenario, runtime)
+    )
 
 
 def build_provider(scenario: Scenario) -> Any:
