@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from hypothesis import strategies as st
 
@@ -46,15 +46,7 @@ HostileKind = Literal[
     "deep_arguments",
     "not_object_arguments",
 ]
-HOSTILE_KINDS: tuple[HostileKind, ...] = (
-    "steering_raises",
-    "follow_up_raises",
-    "tool_cancels",
-    "tool_base_exception",
-    "unserialisable",
-    "deep_arguments",
-    "not_object_arguments",
-)
+HOSTILE_KINDS: tuple[HostileKind, ...] = get_args(HostileKind)
 DEPTH = 3000
 """Argument JSON nesting for ``deep_arguments``: objects this deep are beyond what the JSON
 parser accepts (an array a thousand deep may still parse, and is then "not an object")."""

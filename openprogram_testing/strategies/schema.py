@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from hypothesis import reject
 from hypothesis import strategies as st
@@ -32,8 +32,7 @@ from openprogram.tools import (
 from ..schema_values import ALPHABET, ArgumentGenerator, Infeasible
 from ..scripted import ScriptedCall
 
-CallLabel = Literal[
-    "valid",
+NearMiss = Literal[
     "wrong_type",
     "missing_required",
     "unknown_field",
@@ -42,15 +41,8 @@ CallLabel = Literal[
     "not_json",
     "not_object",
 ]
-NEAR_MISSES: tuple[CallLabel, ...] = (
-    "wrong_type",
-    "missing_required",
-    "unknown_field",
-    "out_of_range",
-    "not_in_enum",
-    "not_json",
-    "not_object",
-)
+CallLabel = Literal["valid", NearMiss]
+NEAR_MISSES: tuple[NearMiss, ...] = get_args(NearMiss)
 ALL_LABELS: tuple[CallLabel, ...] = ("valid", *NEAR_MISSES)
 UNKNOWN_FIELD = "unexpected_field"
 
@@ -328,6 +320,7 @@ __all__ = [
     "NEAR_MISSES",
     "CallLabel",
     "HypothesisSource",
+    "NearMiss",
     "SchemaCall",
     "ToolModel",
     "draw_arguments",
