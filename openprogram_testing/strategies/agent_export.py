@@ -11,7 +11,6 @@ predicate cannot be written in YAML and is named in the description instead.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.tools import as_agent_tool
 
-from .export import failure_dir
+from .export import is_final_run, scenario_yaml, show_with_failure, write_failure_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -146,13 +145,8 @@ def agent_scenario_to_yaml(
     description: str = "",
 ) -> str:
     """``agent_scenario_data`` as YAML text."""
-    import yaml
-
     data = agent_scenario_data(scenario, trace, import_paths=import_paths, description=description)
-    body = yaml.safe_dump(
-        data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
-    )
-    return _HEADER + body
+    return scenario_yaml(_HEADER, data)
 
 
 _HEADER = (
@@ -175,12 +169,7 @@ def save_agent_failure(
         import_paths=import_paths,
         description=f"Falsifying example of an agent property: {type(error).__name__}: {reason}",
     )
-    folder = failure_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
-    path = folder / f"agent_failure_{digest}.scenario.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_failure_file("agent", text)
 
 
 @contextmanager
@@ -189,21 +178,15 @@ def report_agent_failure(
 ) -> Iterator[None]:
     """On hypothesis's final (shrunk) failure, write the example as a YAML scenario and attach
     its path and text to the failure (the run is repeated once to record its trace)."""
-    from .export import is_final_run
-
     try:
         yield
     except Exception as exc:
         if is_final_run():
             trace = scenario.run_sync()
             path = save_agent_failure(scenario, trace, exc, import_paths)
-            message = f"falsifying example written to {path}\n" + path.read_text("utf-8")
-            from hypothesis import currently_in_test_context, note
-
-            if currently_in_test_context():
-                note(message)
-            else:
-                exc.add_note(message)
+            show_with_failure(
+                exc, f"falsifying example written to {path}\n" + path.read_text("utf-8")
+            )
         raise
 
 

@@ -9,6 +9,7 @@ replay only, not for every shrink step.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,8 +132,6 @@ def scenario_to_yaml(
 ) -> str:
     """The example as YAML scenario text (the ``openprogram_testing.scenarios`` format), with the
     spec's predictions as expectations.  ``load_scenario`` + ``run_scenario`` replay it."""
-    import yaml
-
     scenario = to_scenario(generated, name=name, description=description)
     data = scenario.model_dump(mode="json", exclude_defaults=True)
     tools = []
@@ -153,11 +152,19 @@ def scenario_to_yaml(
         "max_iterations": generated.max_iterations,
         "steering_mode": generated.steering_mode,
     }
-    ordered = {k: data[k] for k in _KEY_ORDER if k in data}
+    return scenario_yaml(_HEADER, {k: data[k] for k in _KEY_ORDER if k in data})
+
+
+def scenario_yaml(header: str, data: Mapping[str, Any]) -> str:
+    """``data`` as scenario YAML after the comment lines ``header``: keys in their given order
+    (the format's), text left readable, short lists inline — the layout of every scenario file a
+    falsifying example is written to."""
+    import yaml
+
     body = yaml.safe_dump(
-        ordered, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+        dict(data), sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
     )
-    return _HEADER + body
+    return header + body
 
 
 _HEADER = (
@@ -186,8 +193,6 @@ def failure_dir() -> Path:
 def save_failure(generated: GeneratedScenario, error: BaseException | str | None = None) -> Path:
     """Write the example as a YAML scenario file into ``failure_dir()`` and return its path.
     The file name is derived from the content, so the same example is written once."""
-    import hashlib
-
     reason = "" if error is None else (error if isinstance(error, str) else _first_line(error))
     text = scenario_to_yaml(
         generated,
@@ -198,10 +203,19 @@ def save_failure(generated: GeneratedScenario, error: BaseException | str | None
             + "."
         ),
     )
+    return write_failure_file("property", text)
+
+
+def write_failure_file(kind: str, text: str) -> Path:
+    """Write a falsifying example's scenario ``text`` into ``failure_dir()`` as
+    ``<kind>_failure_<digest>.scenario.yaml`` and return its path: named by content, so the
+    same example found again is written once."""
+    import hashlib
+
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
     folder = failure_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"property_failure_{digest}.scenario.yaml"
+    path = folder / f"{kind}_failure_{digest}.scenario.yaml"
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -234,12 +248,19 @@ class report_failure:
             f"reproduce: openprogram-testing run {path}  (commit it under scenarios/ as a "
             "regression test)\n" + path.read_text(encoding="utf-8")
         )
-        from hypothesis import currently_in_test_context, note
+        show_with_failure(exc, message)
 
-        if currently_in_test_context():
-            note(message)  # hypothesis attaches it to the failure it reports
-        else:
-            exc.add_note(message)
+
+def show_with_failure(exc: BaseException, message: str) -> None:
+    """Show ``message`` (where a falsifying example was written) with the failure ``exc``:
+    through ``hypothesis.note`` inside a hypothesis test, which attaches it to the failure it
+    reports; else as a note on ``exc`` itself."""
+    from hypothesis import currently_in_test_context, note
+
+    if currently_in_test_context():
+        note(message)
+    else:
+        exc.add_note(message)
 
 
 def is_final_run() -> bool:
