@@ -8,8 +8,9 @@ number too (violation messages, ``only=``) because failure texts and scenario fi
 ``rechunking_keeps_final_messages`` (``check_rechunk_invariance``) needs several runs of the same
 script and is the one rule not checked on a single trace.
 
-To add a rule: write ``def my_rule(trace, rounds=None) -> list[Violation]`` here and register it
-with ``Invariant`` in ``INVARIANTS`` (the next free number).
+To add a rule: write ``def my_rule(trace, rounds=None) -> list[Violation]`` here (``rounds`` is
+the parsed trace when the caller has it; collect the finds with ``broken = _Broken(number)``)
+and register it with ``Invariant`` in ``INVARIANTS`` (the next free number).
 """
 
 from __future__ import annotations
@@ -70,6 +71,18 @@ class Violation:
         about = DESCRIPTIONS.get(self.invariant, "")
         run = f"in {self.run}: " if self.run else ""
         return f"invariant {self.invariant} ({self.rule}: {about}): {run}{self.detail}{where}"
+
+
+@dataclass
+class _Broken:
+    """What one rule check finds, as it finds it: the rule's number is given once, each find is
+    ``broken(detail, *event_numbers)``, and ``violations`` is what the check returns."""
+
+    invariant: int
+    violations: list[Violation] = field(default_factory=list)
+
+    def __call__(self, detail: str, *events: int) -> None:
+        self.violations.append(Violation(self.invariant, detail, events))
 
 
 class InvariantViolation(AssertionError):
@@ -170,27 +183,24 @@ def run_starts_and_ends_once(
 ) -> list[Violation]:
     """Exactly one ``agent_start`` (first) and one ``agent_end`` (last), and ``agent_end``
     carries the messages the run emitted."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
     ev = trace.events
-    out: list[Violation] = []
+    broken = _Broken(1)
     if not ev:
         return [Violation(1, "the trace has no events")]
     starts = [i for i, e in enumerate(ev) if isinstance(e, AgentStart)]
     ends = [i for i, e in enumerate(ev) if isinstance(e, AgentEnd)]
     if len(starts) != 1:
-        out.append(
-            Violation(1, f"{len(starts)} agent_start events (expected exactly 1)", tuple(starts))
-        )
+        broken(f"{len(starts)} agent_start events (expected exactly 1)", *starts)
     if not isinstance(ev[0], AgentStart):
-        out.append(Violation(1, f"the first event is {ev[0].type}, not agent_start", (0,)))
+        broken(f"the first event is {ev[0].type}, not agent_start", 0)
     if len(ends) != 1:
-        out.append(Violation(1, f"{len(ends)} agent_end events (expected exactly 1)", tuple(ends)))
+        broken(f"{len(ends)} agent_end events (expected exactly 1)", *ends)
     if not isinstance(ev[-1], AgentEnd):
         after = tuple(range(ends[0] + 1, len(ev))) if ends else (len(ev) - 1,)
         what = (
             "events after agent_end" if ends else f"the last event is {ev[-1].type}, not agent_end"
         )
-        out.append(Violation(1, what, after))
+        broken(what, *after)
     if ends:
         end = ev[ends[-1]]
         assert isinstance(end, AgentEnd)
@@ -198,131 +208,97 @@ def run_starts_and_ends_once(
         if len(emitted) != len(end.messages) or not all(
             _same(a, b) for a, b in zip(emitted, end.messages, strict=False)
         ):
-            out.append(
-                Violation(
-                    1,
-                    f"agent_end carries {len(end.messages)} message(s) but the run emitted "
-                    f"{len(emitted)} message_end event(s) with different messages",
-                    (ends[-1],),
-                )
+            broken(
+                f"agent_end carries {len(end.messages)} message(s) but the run emitted "
+                f"{len(emitted)} message_end event(s) with different messages",
+                ends[-1],
             )
-    return out
+    return broken.violations
 
 
 def events_pair_up(trace: LoopTrace, rounds: Sequence[Round] | None = None) -> list[Violation]:
     """Turns, messages and tool executions open and close in pairs, never interleaved."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(2)
     turn_open: int | None = None
     msg_open: tuple[int, Message] | None = None
     tool_open: tuple[int, str] | None = None
     for i, e in enumerate(trace.events):
         if isinstance(e, TurnStart):
             if turn_open is not None:
-                out.append(
-                    Violation(
-                        2,
-                        f"turn_start while the turn started at #{turn_open} is open",
-                        (turn_open, i),
-                    )
-                )
+                broken(f"turn_start while the turn started at #{turn_open} is open", turn_open, i)
             turn_open = i
         elif isinstance(e, TurnEnd):
             if turn_open is None:
-                out.append(Violation(2, "turn_end without an open turn", (i,)))
+                broken("turn_end without an open turn", i)
             turn_open = None
         elif isinstance(
             e, MessageStart | MessageUpdate | MessageEnd | ToolExecutionStart | ToolExecutionEnd
         ):
             if turn_open is None:
-                out.append(Violation(2, f"{e.type} outside any turn (no open turn_start)", (i,)))
+                broken(f"{e.type} outside any turn (no open turn_start)", i)
         if isinstance(e, MessageStart):
             if msg_open is not None:
-                out.append(
-                    Violation(
-                        2,
-                        f"message_start while the message started at #{msg_open[0]} is open",
-                        (msg_open[0], i),
-                    )
+                broken(
+                    f"message_start while the message started at #{msg_open[0]} is open",
+                    msg_open[0],
+                    i,
                 )
             msg_open = (i, e.message)
         elif isinstance(e, MessageUpdate):
             if msg_open is None or not isinstance(msg_open[1], AssistantMessage):
-                out.append(Violation(2, "message_update outside an assistant message", (i,)))
+                broken("message_update outside an assistant message", i)
         elif isinstance(e, MessageEnd):
             if msg_open is None:
-                out.append(
-                    Violation(2, f"message_end ({e.message.role}) without message_start", (i,))
-                )
+                broken(f"message_end ({e.message.role}) without message_start", i)
             elif msg_open[1].role != e.message.role or (
                 not isinstance(e.message, AssistantMessage) and not _same(msg_open[1], e.message)
             ):
-                out.append(
-                    Violation(
-                        2,
-                        f"message_end ({e.message.role}) does not match the message "
-                        f"started at #{msg_open[0]} ({msg_open[1].role})",
-                        (msg_open[0], i),
-                    )
+                broken(
+                    f"message_end ({e.message.role}) does not match the message "
+                    f"started at #{msg_open[0]} ({msg_open[1].role})",
+                    msg_open[0],
+                    i,
                 )
             msg_open = None
         elif isinstance(e, ToolExecutionStart):
             if tool_open is not None:
-                out.append(
-                    Violation(
-                        2,
-                        f"tool_execution_start {e.tool_call_id} before tool_execution_end "
-                        f"of {tool_open[1]} (started at #{tool_open[0]})",
-                        (tool_open[0], i),
-                    )
+                broken(
+                    f"tool_execution_start {e.tool_call_id} before tool_execution_end "
+                    f"of {tool_open[1]} (started at #{tool_open[0]})",
+                    tool_open[0],
+                    i,
                 )
             tool_open = (i, e.tool_call_id)
         elif isinstance(e, ToolExecutionUpdate):
             if tool_open is None or tool_open[1] != e.tool_call_id:
-                out.append(
-                    Violation(
-                        2, f"tool_execution_update for {e.tool_call_id} outside its execution", (i,)
-                    )
-                )
+                broken(f"tool_execution_update for {e.tool_call_id} outside its execution", i)
         elif isinstance(e, ToolExecutionEnd):
             if tool_open is None:
-                out.append(
-                    Violation(
-                        2, f"tool_execution_end {e.tool_call_id} without tool_execution_start", (i,)
-                    )
-                )
+                broken(f"tool_execution_end {e.tool_call_id} without tool_execution_start", i)
             elif tool_open[1] != e.tool_call_id:
-                out.append(
-                    Violation(
-                        2,
-                        f"tool_execution_end {e.tool_call_id} does not match "
-                        f"tool_execution_start {tool_open[1]}",
-                        (tool_open[0], i),
-                    )
+                broken(
+                    f"tool_execution_end {e.tool_call_id} does not match "
+                    f"tool_execution_start {tool_open[1]}",
+                    tool_open[0],
+                    i,
                 )
             tool_open = None
         elif isinstance(e, AgentEnd):
             if msg_open is not None:
-                out.append(
-                    Violation(2, f"message started at #{msg_open[0]} never ended", (msg_open[0], i))
-                )
+                broken(f"message started at #{msg_open[0]} never ended", msg_open[0], i)
             if tool_open is not None:
-                out.append(
-                    Violation(
-                        2,
-                        f"tool execution {tool_open[1]} started at #{tool_open[0]} never ended",
-                        (tool_open[0], i),
-                    )
+                broken(
+                    f"tool execution {tool_open[1]} started at #{tool_open[0]} never ended",
+                    tool_open[0],
+                    i,
                 )
             if turn_open is not None and e.termination not in ("error", "aborted"):
-                out.append(
-                    Violation(
-                        2,
-                        f"turn started at #{turn_open} never ended (termination {e.termination})",
-                        (turn_open, i),
-                    )
+                broken(
+                    f"turn started at #{turn_open} never ended (termination {e.termination})",
+                    turn_open,
+                    i,
                 )
-    return out
+    return broken.violations
 
 
 def _model_call_events(trace: LoopTrace) -> list[int]:
@@ -343,38 +319,28 @@ def model_calls_within_cap(
     trace: LoopTrace, rounds: Sequence[Round] | None = None
 ) -> list[Violation]:
     """No more model calls (or rounds) than the cap, and ``agent_end`` counts them right."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(3)
     cap = trace.cap
     calls = _model_call_events(trace)
     if len(calls) > cap:
-        out.append(Violation(3, f"{len(calls)} model calls with cap {cap}", tuple(calls[cap:])))
+        broken(f"{len(calls)} model calls with cap {cap}", *calls[cap:])
     turns = [i for i, e in enumerate(trace.events) if isinstance(e, TurnStart)]
     if len(turns) > cap:
-        out.append(Violation(3, f"{len(turns)} rounds with cap {cap}", tuple(turns[cap:])))
+        broken(f"{len(turns)} rounds with cap {cap}", *turns[cap:])
     ends = [(i, e) for i, e in enumerate(trace.events) if isinstance(e, AgentEnd)]
     if ends:
         i, end = ends[-1]
         if end.model_calls > cap:
-            out.append(
-                Violation(
-                    3, f"agent_end reports {end.model_calls} model calls with cap {cap}", (i,)
-                )
-            )
+            broken(f"agent_end reports {end.model_calls} model calls with cap {cap}", i)
         elif end.model_calls != len(calls):
-            out.append(
-                Violation(
-                    3,
-                    f"agent_end reports {end.model_calls} model calls but the run "
-                    f"streamed {len(calls)} model response(s)",
-                    (i,),
-                )
+            broken(
+                f"agent_end reports {end.model_calls} model calls but the run "
+                f"streamed {len(calls)} model response(s)",
+                i,
             )
     if trace.requests is not None and len(trace.requests) > cap:
-        out.append(
-            Violation(3, f"the provider received {len(trace.requests)} requests with cap {cap}")
-        )
-    return out
+        broken(f"the provider received {len(trace.requests)} requests with cap {cap}")
+    return broken.violations
 
 
 def every_call_answered_in_order(
@@ -383,7 +349,7 @@ def every_call_answered_in_order(
     """Each call of a non-error assistant message gets exactly one result, in call order,
     before the next assistant message; ``turn_end`` lists the round's results."""
     rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(4)
     outstanding: list[ToolCall] = []
     owner = -1
     for i, e in enumerate(trace.events):
@@ -394,13 +360,11 @@ def every_call_answered_in_order(
             if outstanding:
                 missing = ", ".join(f"{c.id} ({c.name})" for c in outstanding)
                 nxt = "the next assistant message" if m is not None else "agent_end"
-                out.append(
-                    Violation(
-                        4,
-                        f"call(s) {missing} of the assistant message at #{owner} got no "
-                        f"result before {nxt}",
-                        (owner, i),
-                    )
+                broken(
+                    f"call(s) {missing} of the assistant message at #{owner} got no "
+                    f"result before {nxt}",
+                    owner,
+                    i,
                 )
             outstanding = []
             if isinstance(m, AssistantMessage) and m.stop_reason not in ("error", "aborted"):
@@ -409,30 +373,22 @@ def every_call_answered_in_order(
                 ids = [c.id for c in outstanding]
                 dupes = sorted({x for x in ids if ids.count(x) > 1})
                 if dupes:
-                    out.append(
-                        Violation(4, f"the assistant message repeats tool call id(s) {dupes}", (i,))
-                    )
+                    broken(f"the assistant message repeats tool call id(s) {dupes}", i)
         elif isinstance(m, ToolResultMessage):
             if not outstanding:
-                out.append(
-                    Violation(
-                        4,
-                        f"result for {m.tool_call_id} ({m.tool_name}) answers no "
-                        "outstanding tool call",
-                        (i,),
-                    )
+                broken(
+                    f"result for {m.tool_call_id} ({m.tool_name}) answers no outstanding tool call",
+                    i,
                 )
             elif outstanding[0].id != m.tool_call_id:
                 expected = outstanding[0]
                 late = any(c.id == m.tool_call_id for c in outstanding)
                 why = "out of call order" if late else "for an unknown call id"
-                out.append(
-                    Violation(
-                        4,
-                        f"result for {m.tool_call_id} ({m.tool_name}) arrives {why}; "
-                        f"expected the result of {expected.id} ({expected.name})",
-                        (owner, i),
-                    )
+                broken(
+                    f"result for {m.tool_call_id} ({m.tool_name}) arrives {why}; "
+                    f"expected the result of {expected.id} ({expected.name})",
+                    owner,
+                    i,
                 )
                 outstanding = [c for c in outstanding if c.id != m.tool_call_id]
             else:
@@ -444,15 +400,12 @@ def every_call_answered_in_order(
         if len(got) != len(r.end_results) or not all(
             _same(a, b) for a, b in zip(got, r.end_results, strict=False)
         ):
-            out.append(
-                Violation(
-                    4,
-                    f"turn_end of round {r.index} lists {len(r.end_results)} result(s), the "
-                    f"round produced {len(got)}",
-                    (r.end,),
-                )
+            broken(
+                f"turn_end of round {r.index} lists {len(r.end_results)} result(s), the "
+                f"round produced {len(got)}",
+                r.end,
             )
-    return out
+    return broken.violations
 
 
 def skipped_calls_follow_steering(
@@ -461,7 +414,7 @@ def skipped_calls_follow_steering(
     """In skip mode, steering that arrives mid-batch skips exactly the remaining calls (with the
     loop's skip text) and is delivered right before the next assistant message."""
     rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(5)
     skip_mode = trace.steering_mode == "skip"
     deliveries = trace.deliveries
     for pos, r in enumerate(rounds):
@@ -470,12 +423,9 @@ def skipped_calls_follow_steering(
         if not skipped and not skip_mode:
             continue
         if skipped and not skip_mode:
-            out.append(
-                Violation(
-                    5,
-                    f"round {r.index} skipped calls in steering_mode {trace.steering_mode!r}",
-                    tuple(results[k][0] for k in skipped),
-                )
+            broken(
+                f"round {r.index} skipped calls in steering_mode {trace.steering_mode!r}",
+                *(results[k][0] for k in skipped),
             )
             continue
         # Steering handed over mid-batch in this round (schedule knowledge, when there is one).
@@ -487,53 +437,36 @@ def skipped_calls_follow_steering(
         first = skipped[0] if skipped else None
         if first is not None:
             if first == 0:
-                out.append(
-                    Violation(
-                        5,
-                        f"round {r.index}: the first call was skipped; steering can only "
-                        "arrive after an executed call",
-                        (results[0][0],),
-                    )
+                broken(
+                    f"round {r.index}: the first call was skipped; steering can only "
+                    "arrive after an executed call",
+                    results[0][0],
                 )
             wrong = [results[k][0] for k in range(first, len(results)) if not results[k][1].skipped]
             if wrong:
-                out.append(
-                    Violation(
-                        5, f"round {r.index}: a call after the first skipped one ran", tuple(wrong)
-                    )
-                )
+                broken(f"round {r.index}: a call after the first skipped one ran", *wrong)
             for k in skipped:
                 i, m = results[k]
                 if m.text != SKIPPED_TEXT or not m.is_error:
-                    out.append(
-                        Violation(
-                            5,
-                            f"skipped result {m.tool_call_id} has text {_q(m.text)} and "
-                            f"is_error={m.is_error}; expected {SKIPPED_TEXT!r} with is_error=True",
-                            (i,),
-                        )
+                    broken(
+                        f"skipped result {m.tool_call_id} has text {_q(m.text)} and "
+                        f"is_error={m.is_error}; expected {SKIPPED_TEXT!r} with is_error=True",
+                        i,
                     )
         if trace.schedule is not None:
             if mid:
                 at = min(d.call_index for d in mid if d.call_index is not None)
                 expect_skipped = list(range(at + 1, len(r.calls)))
                 if skipped != expect_skipped:
-                    out.append(
-                        Violation(
-                            5,
-                            f"round {r.index}: steering arrived after call {at}, so call(s) "
-                            f"{expect_skipped} should be skipped; skipped: {skipped}",
-                            tuple(i for i, _ in results),
-                        )
+                    broken(
+                        f"round {r.index}: steering arrived after call {at}, so call(s) "
+                        f"{expect_skipped} should be skipped; skipped: {skipped}",
+                        *(i for i, _ in results),
                     )
             elif skipped:
-                out.append(
-                    Violation(
-                        5,
-                        f"round {r.index}: calls skipped although no steering arrived "
-                        "during the batch",
-                        tuple(results[k][0] for k in skipped),
-                    )
+                broken(
+                    f"round {r.index}: calls skipped although no steering arrived during the batch",
+                    *(results[k][0] for k in skipped),
                 )
         if first is None and not mid:
             continue
@@ -543,26 +476,20 @@ def skipped_calls_follow_steering(
             if trace.termination == "completed" or (
                 trace.termination == "max_iterations" and not trace.undelivered
             ):
-                out.append(
-                    Violation(
-                        5,
-                        f"round {r.index} skipped calls for steering, but the run ended "
-                        f"({trace.termination}) without delivering it or reporting it undelivered",
-                        (r.end,) if r.end is not None else (),
-                    )
+                broken(
+                    f"round {r.index} skipped calls for steering, but the run ended "
+                    f"({trace.termination}) without delivering it or reporting it undelivered",
+                    *((r.end,) if r.end is not None else ()),
                 )
             continue
         if not nxt.users or nxt.assistant is None or nxt.users[-1][0] > nxt.assistant[0]:
             at_events = tuple(
                 x for x in (nxt.start, nxt.assistant[0] if nxt.assistant else None) if x is not None
             )
-            out.append(
-                Violation(
-                    5,
-                    f"round {nxt.index} does not deliver the steering right before its "
-                    "assistant message",
-                    at_events,
-                )
+            broken(
+                f"round {nxt.index} does not deliver the steering right before its "
+                "assistant message",
+                *at_events,
             )
             continue
         last_user = max(i for i, _ in nxt.users)
@@ -572,26 +499,17 @@ def skipped_calls_follow_steering(
             if isinstance(trace.events[i], MessageEnd)
         ]
         if between:
-            out.append(
-                Violation(
-                    5,
-                    "a message comes between the steering and the next assistant message",
-                    tuple(between),
-                )
-            )
+            broken("a message comes between the steering and the next assistant message", *between)
         for d in mid:
             if not any(m is d.message for _, m in nxt.users) and not any(
                 u is d.message for u in trace.undelivered
             ):
-                out.append(
-                    Violation(
-                        5,
-                        f"steering {_q(d.message.text)} from round {r.index} is not "
-                        f"delivered at the start of round {nxt.index}",
-                        (nxt.assistant[0],),
-                    )
+                broken(
+                    f"steering {_q(d.message.text)} from round {r.index} is not "
+                    f"delivered at the start of round {nxt.index}",
+                    nxt.assistant[0],
                 )
-    return out
+    return broken.violations
 
 
 def tool_failures_are_fed_back(
@@ -600,16 +518,13 @@ def tool_failures_are_fed_back(
     """An unknown tool, invalid arguments or a failing tool gives an ``is_error`` result, and
     the model is called again while the cap allows."""
     rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(6)
     for i, e in enumerate(trace.events):
         if isinstance(e, ToolExecutionEnd) and e.is_error != e.result.is_error:
-            out.append(
-                Violation(
-                    6,
-                    f"tool_execution_end {e.tool_call_id} says is_error={e.is_error} but its "
-                    f"result says is_error={e.result.is_error}",
-                    (i,),
-                )
+            broken(
+                f"tool_execution_end {e.tool_call_id} says is_error={e.is_error} but its "
+                f"result says is_error={e.result.is_error}",
+                i,
             )
     known = set(trace.tool_names) if trace.tool_names is not None else None
     # A run that ended by cancellation, or by an exception in a hook (termination "error"
@@ -631,40 +546,31 @@ def tool_failures_are_fed_back(
             if known is not None and c.name not in known:
                 want = f"Tool {c.name} not found"
                 if not m.is_error or m.text != want:
-                    out.append(
-                        Violation(
-                            6,
-                            f"call {c.id} names the unknown tool {c.name!r}; its result should "
-                            f"be is_error with {want!r}, got is_error={m.is_error} {_q(m.text)}",
-                            (i,),
-                        )
+                    broken(
+                        f"call {c.id} names the unknown tool {c.name!r}; its result should "
+                        f"be is_error with {want!r}, got is_error={m.is_error} {_q(m.text)}",
+                        i,
                     )
             elif c.raw_arguments is not None:
                 if not m.is_error or not m.text.startswith(
                     f'Validation failed for tool "{c.name}"'
                 ):
-                    out.append(
-                        Violation(
-                            6,
-                            f"call {c.id} has invalid argument JSON; its result should be an "
-                            f"is_error validation failure, got is_error={m.is_error} {_q(m.text)}",
-                            (i,),
-                        )
+                    broken(
+                        f"call {c.id} has invalid argument JSON; its result should be an "
+                        f"is_error validation failure, got is_error={m.is_error} {_q(m.text)}",
+                        i,
                     )
             if m.is_error:
                 errors.append(i)
         if errors and not aborted and r.index + 1 < trace.cap:
             nxt = rounds[pos + 1] if pos + 1 < len(rounds) else None
             if nxt is None or nxt.assistant is None:
-                out.append(
-                    Violation(
-                        6,
-                        f"round {r.index} ended with error result(s) but the model was not "
-                        f"called again (cap {trace.cap}, termination {trace.termination})",
-                        tuple(errors),
-                    )
+                broken(
+                    f"round {r.index} ended with error result(s) but the model was not "
+                    f"called again (cap {trace.cap}, termination {trace.termination})",
+                    *errors,
                 )
-    return out
+    return broken.violations
 
 
 def nothing_runs_after_a_failed_message(
@@ -672,8 +578,7 @@ def nothing_runs_after_a_failed_message(
 ) -> list[Violation]:
     """After an ``error``/``aborted`` assistant message no model call follows, none of its
     calls runs and the run ends with the matching termination."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(7)
     ev = trace.events
     for i, e in enumerate(ev):
         if not (isinstance(e, MessageEnd) and isinstance(e.message, AssistantMessage)):
@@ -685,11 +590,7 @@ def nothing_runs_after_a_failed_message(
         later = ev[i + 1 :]
         for j, x in enumerate(later, start=i + 1):
             if isinstance(x, MessageStart | MessageEnd) and isinstance(x.message, AssistantMessage):
-                out.append(
-                    Violation(
-                        7, f"a model call follows the {m.stop_reason} message at #{i}", (i, j)
-                    )
-                )
+                broken(f"a model call follows the {m.stop_reason} message at #{i}", i, j)
                 break
         ran = [
             j
@@ -703,34 +604,25 @@ def nothing_runs_after_a_failed_message(
             )
         ]
         if ran:
-            out.append(
-                Violation(
-                    7,
-                    f"tool calls of the {m.stop_reason} message at #{i} were run or answered",
-                    (i, *ran),
-                )
+            broken(
+                f"tool calls of the {m.stop_reason} message at #{i} were run or answered", i, *ran
             )
         kinds = [x.type for x in later]
         if kinds[:1] != ["turn_end"] or (isinstance(later[0], TurnEnd) and later[0].tool_results):
-            out.append(
-                Violation(
-                    7,
-                    f"the {m.stop_reason} message at #{i} must be followed by turn_end with no "
-                    f"tool results, then agent_end; got {kinds[:3]}",
-                    (i, i + 1),
-                )
+            broken(
+                f"the {m.stop_reason} message at #{i} must be followed by turn_end with no "
+                f"tool results, then agent_end; got {kinds[:3]}",
+                i,
+                i + 1,
             )
         want = "error" if m.stop_reason == "error" else "aborted"
         if trace.termination != want:
-            out.append(
-                Violation(
-                    7,
-                    f"the run ended on a {m.stop_reason} message but termination is "
-                    f"{trace.termination!r} (expected {want!r})",
-                    (i,),
-                )
+            broken(
+                f"the run ended on a {m.stop_reason} message but termination is "
+                f"{trace.termination!r} (expected {want!r})",
+                i,
             )
-    return out
+    return broken.violations
 
 
 def handed_over_messages_are_accounted_for(
@@ -738,8 +630,7 @@ def handed_over_messages_are_accounted_for(
 ) -> list[Violation]:
     """Every steering/follow-up message handed to the loop is delivered once or reported
     undelivered, and every user message is a prompt or a handed-over message."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(8)
     users = [
         (i, e.message)
         for i, e in enumerate(trace.events)
@@ -748,12 +639,8 @@ def handed_over_messages_are_accounted_for(
     prompts = trace.prompts
     end_at = tuple(i for i, e in enumerate(trace.events) if isinstance(e, AgentEnd))
     if trace.undelivered and trace.termination == "completed":
-        out.append(
-            Violation(
-                8,
-                f"{len(trace.undelivered)} message(s) undelivered although the run completed",
-                end_at,
-            )
+        broken(
+            f"{len(trace.undelivered)} message(s) undelivered although the run completed", *end_at
         )
     for d in trace.deliveries:
         seen = _find(users, d.message)
@@ -761,44 +648,29 @@ def handed_over_messages_are_accounted_for(
             u for u in trace.undelivered if u == d.message
         ]
         if not seen and not held:
-            out.append(
-                Violation(
-                    8,
-                    f"{d.kind} message {_q(d.message.text)} was handed to the loop "
-                    f"(for round {d.round}) but neither delivered nor reported undelivered",
-                    end_at,
-                )
+            broken(
+                f"{d.kind} message {_q(d.message.text)} was handed to the loop "
+                f"(for round {d.round}) but neither delivered nor reported undelivered",
+                *end_at,
             )
         elif seen and held:
-            out.append(
-                Violation(
-                    8,
-                    f"{d.kind} message {_q(d.message.text)} is both delivered and reported "
-                    "undelivered",
-                    (*seen, *end_at),
-                )
+            broken(
+                f"{d.kind} message {_q(d.message.text)} is both delivered and reported undelivered",
+                *seen,
+                *end_at,
             )
         elif len(seen) > 1:
-            out.append(
-                Violation(
-                    8,
-                    f"{d.kind} message {_q(d.message.text)} was delivered {len(seen)} times",
-                    tuple(seen),
-                )
-            )
+            broken(f"{d.kind} message {_q(d.message.text)} was delivered {len(seen)} times", *seen)
     if prompts is not None:
         handed = [d.message for d in trace.deliveries]
         for i, m in users:
             if not any(p is m for p in prompts) and not any(h is m for h in handed):
-                out.append(
-                    Violation(
-                        8,
-                        f"user message {_q(m.text)} is neither a prompt nor a message "
-                        "handed to the loop",
-                        (i,),
-                    )
+                broken(
+                    f"user message {_q(m.text)} is neither a prompt nor a message "
+                    "handed to the loop",
+                    i,
                 )
-    return out
+    return broken.violations
 
 
 def steering_after_a_text_reply_continues(
@@ -806,7 +678,7 @@ def steering_after_a_text_reply_continues(
 ) -> list[Violation]:
     """Steering queued after a text-only reply causes another model call."""
     rounds = parse_rounds(trace.events) if rounds is None else rounds
-    out: list[Violation] = []
+    broken = _Broken(9)
     ev = trace.events
     calls = _model_call_events(trace)
     for pos, r in enumerate(rounds):
@@ -826,13 +698,10 @@ def steering_after_a_text_reply_continues(
             and nxt.users
             and (nxt.assistant is None or nxt.assistant[0] < nxt.users[-1][0])
         ):
-            out.append(
-                Violation(
-                    9,
-                    f"user message(s) delivered after the text-only reply at #{text_only_at} "
-                    "were not followed by a model call",
-                    tuple(i for i, _ in nxt.users),
-                )
+            broken(
+                f"user message(s) delivered after the text-only reply at #{text_only_at} "
+                "were not followed by a model call",
+                *(i for i, _ in nxt.users),
             )
         for d in queued:
             if any(u is d.message for u in trace.undelivered):
@@ -841,16 +710,14 @@ def steering_after_a_text_reply_continues(
                 i for i, e in enumerate(ev) if isinstance(e, MessageEnd) and e.message is d.message
             ]
             if not seen or not any(c > seen[0] for c in calls):
-                out.append(
-                    Violation(
-                        9,
-                        f"steering {_q(d.message.text)} queued after the text-only reply at "
-                        f"#{text_only_at} did not cause another model call "
-                        f"(termination {trace.termination})",
-                        (text_only_at, *seen),
-                    )
+                broken(
+                    f"steering {_q(d.message.text)} queued after the text-only reply at "
+                    f"#{text_only_at} did not cause another model call "
+                    f"(termination {trace.termination})",
+                    text_only_at,
+                    *seen,
                 )
-    return out
+    return broken.violations
 
 
 def rechunking_keeps_final_messages(
