@@ -40,7 +40,7 @@ import inspect
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any, Literal
 
-from .calls import RunState, abort_call, invoke, prepare, safe_result, source_failed
+from .calls import RunState, invoke, prepare, raised_result, safe_result, source_failed
 from .config import (
     MAX_INNER_ITERATIONS,
     AgentContext,
@@ -301,10 +301,8 @@ async def _run_loop(
                             # "Concurrent runs and the collector"); errors fed back as usual.
                             try:
                                 value = await prepared
-                            except Exception as exc:
-                                result = error_result(call.id, call.name, error_text(exc))
                             except BaseException as exc:
-                                result = abort_call(run, call, exc)
+                                result = raised_result(run, call, exc)
                             else:
                                 result = safe_result(call.id, call.name, value)
                         executed_calls += 1
