@@ -18,6 +18,56 @@ MAX_INNER_ITERATIONS = 50
 
 SteeringMode: TypeAlias = Literal["skip", "after_batch"]
 
+TOOL_CHOICE_STRINGS: tuple[str, ...] = ("auto", "required", "none")
+
+
+def normalize_tool_choice(
+    tool_choice: Any, tool_names: Sequence[str] | None = None, *, strict: bool = False
+) -> ToolChoice | None:
+    """Check ``tool_choice`` and return it in canonical form: the one check for a run's
+    options (``Runtime.exec``) and for the wire fragments every adapter maps.
+
+    ``None``, ``"auto"``, ``"required"``, ``"none"`` or ``{"type": "function", "name": X}``;
+    unless ``strict``, the OpenAI Chat shape ``{"type": "function", "function": {"name": X}}``
+    too (normalised).  With ``tool_names`` (the tools offered), X must be one of them and
+    ``"required"`` needs at least one.  Anything else is a ``ValueError`` saying what is allowed.
+    """
+    if tool_choice is None:
+        return None
+    if isinstance(tool_choice, str):
+        if tool_choice not in TOOL_CHOICE_STRINGS:
+            raise ValueError(
+                f"unknown tool_choice {tool_choice!r}; expected 'auto', 'required', 'none' "
+                "or {'type': 'function', 'name': <tool name>}"
+            )
+        if tool_choice == "required" and tool_names is not None and not tool_names:
+            raise ValueError("tool_choice='required' but the run has no tools")
+        return tool_choice
+    if isinstance(tool_choice, dict):
+        name = tool_choice.get("name")
+        if name is None and not strict and isinstance(tool_choice.get("function"), dict):
+            name = tool_choice["function"].get("name")
+        if (
+            tool_choice.get("type") != "function"
+            or not isinstance(name, str)
+            or not name
+            or (strict and set(tool_choice) != {"type", "name"})
+        ):
+            raise ValueError(
+                f"malformed tool_choice {tool_choice!r}; the dict form is "
+                "{'type': 'function', 'name': <tool name>}"
+            )
+        if tool_names is not None and name not in tool_names:
+            listed = ", ".join(tool_names) if tool_names else "(no tools)"
+            raise ValueError(
+                f"tool_choice names tool {name!r}, which is not among this run's tools: {listed}"
+            )
+        return {"type": "function", "name": name}
+    raise ValueError(
+        "tool_choice must be 'auto', 'required', 'none' or a dict, "
+        f"got {type(tool_choice).__name__}"
+    )
+
 
 @dataclass(slots=True)
 class AgentContext:

@@ -40,6 +40,7 @@ from typing import Any
 from ._sync import sync_twin
 from .cancel import CancelToken
 from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
+from .config import normalize_tool_choice
 from .events import AgentEvent, ToolExecutionStart
 from .functions import current_runtime
 from .loop import AgentContext, AgentStream, LoopConfig, SteeringMode, agent_loop
@@ -258,7 +259,7 @@ class Runtime:
         _check_content(content)
         menu = self._resolve_menu(tools, toolset, tools_source, tools_allow, tools_deny)
         names = [t.name for t in menu]
-        choice = validate_tool_choice(tool_choice, names)
+        choice = normalize_tool_choice(tool_choice, names, strict=True)
         if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
             raise TypeError(
                 f"parallel_tool_calls must be True, False or None, got {parallel_tool_calls!r}"
@@ -483,50 +484,6 @@ def _user_messages(
     return out
 
 
-_STRING_CHOICES = ("auto", "required", "none")
-
-
-def validate_tool_choice(tool_choice: Any, tool_names: Sequence[str]) -> ToolChoice | None:
-    """Check ``tool_choice`` against the resolved tools; returns it unchanged.
-
-    ``"auto"``, ``"required"``, ``"none"``, ``{"type": "function", "name": X}`` (X among the
-    tools) or ``None`` (let the provider decide).  Anything else is a ``ValueError``.
-    """
-    if tool_choice is None:
-        return None
-    if isinstance(tool_choice, str):
-        if tool_choice not in _STRING_CHOICES:
-            raise ValueError(
-                f"unknown tool_choice {tool_choice!r}; expected 'auto', 'required', 'none' "
-                "or {'type': 'function', 'name': <tool name>}"
-            )
-        if tool_choice == "required" and not tool_names:
-            raise ValueError("tool_choice='required' but the run has no tools")
-        return tool_choice
-    if isinstance(tool_choice, dict):
-        name = tool_choice.get("name")
-        if (
-            set(tool_choice) != {"type", "name"}
-            or tool_choice.get("type") != "function"
-            or not isinstance(name, str)
-            or not name
-        ):
-            raise ValueError(
-                f"malformed tool_choice {tool_choice!r}; the dict form is exactly "
-                "{'type': 'function', 'name': <tool name>}"
-            )
-        if name not in tool_names:
-            listed = ", ".join(tool_names) if tool_names else "(no tools)"
-            raise ValueError(
-                f"tool_choice names tool {name!r}, which is not among this run's tools: {listed}"
-            )
-        return tool_choice
-    raise ValueError(
-        "tool_choice must be 'auto', 'required', 'none' or a dict, "
-        f"got {type(tool_choice).__name__}"
-    )
-
-
 def _check_content(content: Any) -> None:
     if isinstance(content, str | UserMessage):
         return
@@ -553,5 +510,4 @@ __all__ = [
     "RunObserver",
     "RunRecord",
     "Runtime",
-    "validate_tool_choice",
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias, get_args
 
+from ..config import TOOL_CHOICE_STRINGS, normalize_tool_choice
 from ..types import ToolSpec
 
 WireAPI: TypeAlias = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "bedrock"]
@@ -36,7 +37,6 @@ WireAPI: TypeAlias = Literal["openai_chat", "openai_responses", "anthropic", "ge
 
 WIRE_APIS: tuple[str, ...] = get_args(WireAPI)
 
-TOOL_CHOICE_STRINGS: tuple[str, ...] = ("auto", "required", "none")
 
 BEDROCK_NO_TOOLS_INSTRUCTION = "Do not call any tools in this reply; answer with text only."
 """System text sent to Bedrock for ``tool_choice="none"`` (Converse has no "none" choice)."""
@@ -51,43 +51,6 @@ __all__ = [
     "tool_definitions",
     "tools_fragment",
 ]
-
-
-def normalize_tool_choice(
-    tool_choice: str | dict[str, Any] | None, tool_names: Sequence[str] | None = None
-) -> str | dict[str, Any] | None:
-    """Check ``tool_choice`` and return it in canonical form.
-
-    Accepts ``None``, ``"auto"``, ``"required"``, ``"none"`` or ``{"type": "function", "name": X}``
-    (the OpenAI Chat shape ``{"type": "function", "function": {"name": X}}`` is accepted too and
-    normalised).  With ``tool_names`` the named function must be one of them.  Anything else is a
-    ``ValueError`` that says what is allowed.
-    """
-    if tool_choice is None:
-        return None
-    if isinstance(tool_choice, str):
-        if tool_choice not in TOOL_CHOICE_STRINGS:
-            raise ValueError(
-                f"unknown tool_choice {tool_choice!r}: expected 'auto', 'required', 'none' or "
-                "{'type': 'function', 'name': NAME}"
-            )
-        return tool_choice
-    if isinstance(tool_choice, dict):
-        name = tool_choice.get("name")
-        if name is None and isinstance(tool_choice.get("function"), dict):
-            name = tool_choice["function"].get("name")
-        if tool_choice.get("type") != "function" or not isinstance(name, str) or not name:
-            raise ValueError(
-                f"malformed tool_choice {tool_choice!r}: expected "
-                "{'type': 'function', 'name': NAME}"
-            )
-        if tool_names is not None and name not in tool_names:
-            known = ", ".join(sorted(tool_names)) or "none"
-            raise ValueError(f"tool_choice names {name!r}, which is not among the tools ({known})")
-        return {"type": "function", "name": name}
-    raise ValueError(
-        f"tool_choice must be a string or a dict, got {type(tool_choice).__name__}: {tool_choice!r}"
-    )
 
 
 def _check_api(api: str) -> None:

@@ -176,7 +176,7 @@ def test_tools_fragment_merges_layouts() -> None:
         ("sometimes", "unknown tool_choice 'sometimes'"),
         ({"type": "function"}, "malformed tool_choice"),
         ({"type": "tool", "name": "x"}, "malformed tool_choice"),
-        (3, "must be a string or a dict"),
+        (3, "must be 'auto', 'required', 'none' or a dict, got int"),
     ],
 )
 def test_bad_tool_choice_is_a_clear_value_error(bad: object, match: str) -> None:
@@ -185,7 +185,7 @@ def test_bad_tool_choice_is_a_clear_value_error(bad: object, match: str) -> None
 
 
 def test_function_choice_must_name_a_tool() -> None:
-    with pytest.raises(ValueError, match="'nope', which is not among the tools \\(get_weather\\)"):
+    with pytest.raises(ValueError, match="'nope', which is not among this run's tools: get_weather"):
         tools_fragment("openai_chat", TOOLS, {"type": "function", "name": "nope"})
 
 
