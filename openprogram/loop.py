@@ -79,6 +79,7 @@ from .types import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    user_messages,
 )
 
 
@@ -103,9 +104,7 @@ def agent_loop(
 ) -> AgentStream:
     """Start a run with new prompt message(s).  Tool entries are checked here, before any model
     call: an invalid entry raises ``TypeError`` naming it."""
-    if isinstance(prompts, str | UserMessage):
-        prompts = [prompts]
-    prompt_messages = [_as_user(p) for p in prompts]
+    prompt_messages = user_messages(prompts, "a prompt")
     tools = normalize_tools(context.tools)
     stream = AgentStream()
     stream.bind(_run_loop(stream, prompt_messages, context, tools, config))
@@ -457,15 +456,7 @@ async def _poll(source: MessageSource | None, point: PollPoint | None) -> list[U
         value = await value
     if not value:
         return []
-    return [_as_user(m) for m in value]
-
-
-def _as_user(message: UserMessage | str) -> UserMessage:
-    if isinstance(message, UserMessage):
-        return message
-    if isinstance(message, str):
-        return UserMessage(content=message)
-    raise TypeError(f"expected a UserMessage or str, got {type(message).__name__}")
+    return user_messages(value, "a polled message")
 
 
 __all__ = [

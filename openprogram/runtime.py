@@ -57,7 +57,7 @@ from .runs import (
     wants_poll_point,
 )
 from .tools import AgentTool, normalize_tools
-from .types import Message, UserMessage
+from .types import Message, UserMessage, user_messages
 
 DEFAULT_MAX_DEPTH = 5
 
@@ -182,11 +182,11 @@ class Runtime:
     def steer(self, message: str | UserMessage | Sequence[str | UserMessage]) -> None:
         """Queue steering for the outermost work run: delivered at the next point its loop polls
         steering (after the running tool call, or at the start of the next run)."""
-        self._steering.put(_user_messages(message, "steer"))
+        self._steering.put(user_messages(message, "a message given to steer()"))
 
     def follow_up(self, message: str | UserMessage | Sequence[str | UserMessage]) -> None:
         """Queue a follow-up for the outermost work run: delivered when it would otherwise end."""
-        self._follow_ups.put(_user_messages(message, "follow_up"))
+        self._follow_ups.put(user_messages(message, "a message given to follow_up()"))
 
     @property
     def steering_drain(self) -> DrainMode:
@@ -462,26 +462,6 @@ async def _then_queue(polled: Any, queue: MessageQueue) -> list[UserMessage | st
     if inspect.isawaitable(polled):
         polled = await polled
     return [*(polled or ()), *queue.take()]
-
-
-def _user_messages(
-    message: str | UserMessage | Sequence[str | UserMessage], where: str
-) -> list[UserMessage]:
-    items = [message] if isinstance(message, str | UserMessage) else message
-    if isinstance(items, bytes) or not isinstance(items, Sequence):
-        raise TypeError(
-            f"{where}() takes a string, a UserMessage or a list of them, "
-            f"got {type(message).__name__}"
-        )
-    out: list[UserMessage] = []
-    for item in items:
-        if isinstance(item, UserMessage):
-            out.append(item)
-        elif isinstance(item, str):
-            out.append(UserMessage(content=item))
-        else:
-            raise TypeError(f"{where}() takes strings or UserMessages, got {type(item).__name__}")
-    return out
 
 
 def _check_content(content: Any) -> None:

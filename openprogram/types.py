@@ -12,6 +12,7 @@ Treat a message as immutable once its ``message_end`` event has been emitted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -87,6 +88,32 @@ class UserMessage(Model):
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
+def user_messages(value: object, what: str) -> list[UserMessage]:
+    """``value`` (a ``str``, a ``UserMessage`` or a sequence of them) as user messages, a
+    ``str`` becoming a ``UserMessage`` with that text: prompts, steering, follow-ups and
+    scheduled messages all take these forms, and are converted here alone.  ``what`` names an
+    item in the ``TypeError`` for anything else (``"a prompt must be a str or UserMessage, got
+    int"``); the objects given are the objects returned."""
+    if isinstance(value, UserMessage):
+        return [value]
+    if isinstance(value, str):
+        return [UserMessage(content=value)]
+    if isinstance(value, bytes | bytearray) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{what} must be a str or UserMessage, got {type(value).__name__} "
+            "(a list of them is accepted too)"
+        )
+    out: list[UserMessage] = []
+    for item in value:
+        if isinstance(item, UserMessage):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(UserMessage(content=item))
+        else:
+            raise TypeError(f"{what} must be a str or UserMessage, got {type(item).__name__}")
+    return out
+
+
 @dataclass(slots=True)
 class AssistantMessage(Model):
     role: Literal["assistant"] = field(default="assistant", kw_only=True)
@@ -153,4 +180,5 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "user_messages",
 ]

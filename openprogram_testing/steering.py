@@ -31,14 +31,14 @@ the loop reports it, it is never lost) and ``pending`` lists the entries no run 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from openprogram import PollPoint, RunInfo
 from openprogram.loop import LoopConfig, effective_cap
 from openprogram.runs import wants_poll_point
-from openprogram.types import UserMessage
+from openprogram.types import UserMessage, user_messages
 
 MessageLike: TypeAlias = str | UserMessage
 """A scheduled message: a plain string becomes ``UserMessage(content=...)``."""
@@ -382,29 +382,9 @@ async def _call(source: _Source | None, point: PollPoint) -> list[UserMessage]:
 
 def _messages(message: Any) -> list[UserMessage]:
     """Normalise once, so the very objects handed to the loop are the ones recorded."""
-    what = "a scheduled message"
-    if isinstance(message, UserMessage | str):
-        return as_user_messages([message], what)
-    if not isinstance(message, Sequence):
-        raise TypeError(f"{what} must be a str or UserMessage, got {type(message).__name__}")
-    out = as_user_messages(message, what)
+    out = user_messages(message, "a scheduled message")
     if not out:
         raise ValueError("a schedule entry needs at least one message")
-    return out
-
-
-def as_user_messages(items: Iterable[object], what: str) -> list[UserMessage]:
-    """``items`` as user messages, a ``str`` becoming a ``UserMessage`` with that text: prompts
-    and scheduled messages take the same two forms.  ``what`` names an item in the
-    ``TypeError`` for anything else (``"a prompt must be a str or UserMessage, got int"``)."""
-    out: list[UserMessage] = []
-    for item in items:
-        if isinstance(item, UserMessage):
-            out.append(item)
-        elif isinstance(item, str):
-            out.append(UserMessage(content=item))
-        else:
-            raise TypeError(f"{what} must be a str or UserMessage, got {type(item).__name__}")
     return out
 
 
@@ -426,6 +406,5 @@ __all__ = [
     "RunPath",
     "ScheduleEntry",
     "SteeringSchedule",
-    "as_user_messages",
     "run_path",
 ]

@@ -41,11 +41,12 @@ from openprogram.types import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    user_messages,
 )
 
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
-from .steering import Delivery, SteeringSchedule, as_user_messages
+from .steering import Delivery, SteeringSchedule
 
 
 @dataclass(slots=True)
@@ -231,7 +232,7 @@ async def run_loop(
     """
     if steering_mode not in ("skip", "after_batch"):
         raise ValueError(f"steering_mode must be 'skip' or 'after_batch', got {steering_mode!r}")
-    prompt_list = _as_prompts(prompts)
+    prompt_list = user_messages(prompts, "a prompt")
     config = LoopConfig(
         provider=provider,
         model=model,
@@ -364,12 +365,6 @@ def annotate(kind: str, text: str) -> None:
     if current is not None:
         events, annotations = current
         annotations.append(Annotation(len(events), kind, text))
-
-
-def _as_prompts(prompts: Sequence[UserMessage | str] | UserMessage | str) -> list[UserMessage]:
-    if isinstance(prompts, UserMessage | str):
-        prompts = [prompts]
-    return as_user_messages(prompts, "a prompt")
 
 
 __all__ = [

@@ -125,3 +125,22 @@ def test_model_copy_and_schema() -> None:
     assert json.loads(Usage(input_tokens=1).model_dump_json(exclude_defaults=True)) == {
         "input_tokens": 1
     }
+
+
+def test_user_messages_is_the_one_conversion_of_message_forms() -> None:
+    from openprogram.types import user_messages
+
+    given = UserMessage(content="kept")
+    assert user_messages(given, "a prompt")[0] is given
+    assert [m.text for m in user_messages("hi", "a prompt")] == ["hi"]  # one message, not letters
+    mixed = user_messages(("a", given), "a prompt")
+    assert [m.text for m in mixed] == ["a", "kept"] and mixed[1] is given
+    assert user_messages([], "a prompt") == []
+    for bad, said in (
+        (3, "got int"),
+        (b"x", "got bytes"),
+        ({"a"}, "got set"),
+        (["a", 3], "got int"),
+    ):
+        with pytest.raises(TypeError, match=f"a prompt must be a str or UserMessage, {said}"):
+            user_messages(bad, "a prompt")
