@@ -424,3 +424,24 @@ def test_steer_from_another_thread_reaches_the_running_batch() -> None:
         "Skipped due to queued user message.",
     ]
     assert [m.text for m in record.messages if m.role == "user"] == ["go", "from a thread"]
+
+
+def test_a_polled_string_is_one_steering_message() -> None:
+    from openprogram import AgentContext, LoopConfig, agent_loop
+
+    polls: list[int] = []
+
+    def steering() -> str | list[str]:
+        polls.append(1)
+        return "change course" if len(polls) == 2 else []
+
+    tool = {
+        "spec": {"name": "noop", "parameters": {"type": "object", "properties": {}}},
+        "execute": lambda args: "done",
+    }
+    provider = ScriptedProvider([turn(call("noop", {})), "ok"])
+    config = LoopConfig(provider=provider, get_steering_messages=steering)
+    messages = asyncio.run(agent_loop("go", AgentContext(tools=[tool]), config).result())
+    steered = [m for m in messages if m.role == "user" and m.text == "change course"]
+    assert len(steered) == 1
+    assert provider.requests[1].messages[-1].text == "change course"
