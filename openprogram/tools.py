@@ -199,7 +199,7 @@ def _iri_to_uri(text: str) -> str:
     return "".join(c if c.isascii() else quote(c, safe="") for c in text)
 
 
-_ANNOTATIONS = frozenset(
+SCHEMA_ANNOTATIONS = frozenset(
     {
         "title",
         "description",
@@ -211,7 +211,9 @@ _ANNOTATIONS = frozenset(
         "$comment",
     }
 )
-_OBJECT_KEYWORDS = _ANNOTATIONS | {
+"""JSON Schema keywords that describe a value without constraining it (Draft 2020-12's
+meta-data vocabulary and ``$comment``): a validator, or a value generator, may skip them."""
+_OBJECT_KEYWORDS = SCHEMA_ANNOTATIONS | {
     "type",
     "properties",
     "required",
@@ -248,7 +250,7 @@ def _fast_acceptor(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
         return None
     checks: dict[str, Callable[[Any], bool] | None] = {}
     for name, sub in properties.items():
-        if not isinstance(sub, Mapping) or not sub.keys() <= _ANNOTATIONS | {"type"}:
+        if not isinstance(sub, Mapping) or not sub.keys() <= SCHEMA_ANNOTATIONS | {"type"}:
             return None
         kind = sub.get("type")
         if kind is None:
@@ -521,6 +523,7 @@ def error_result(call_id: str, name: str, text: str, *, skipped: bool = False) -
 
 __all__ = [
     "CANCELLED_TEXT",
+    "SCHEMA_ANNOTATIONS",
     "SKIPPED_TEXT",
     "AgentTool",
     "ToolError",

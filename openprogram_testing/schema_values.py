@@ -24,23 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$comment",
-        "$schema",
-        "$id",
-        "$defs",
-        "definitions",
-        "discriminator",
-    }
-)
+from openprogram.tools import SCHEMA_ANNOTATIONS
+
+ANNOTATIONS = SCHEMA_ANNOTATIONS | {"$schema", "$id", "$defs", "definitions", "discriminator"}
+"""Keywords that do not constrain generated values: the runtime's annotations, plus the
+identifiers and definition containers (``$ref`` targets are resolved before generation)."""
 SUPPORTED = frozenset(
     {
         "type",
