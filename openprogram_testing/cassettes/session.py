@@ -63,7 +63,15 @@ MutationSpec = Sequence[Mutation] | Mapping[int, Sequence[Mutation]]
 
 
 class CassetteSession:
-    """An open cassette (what ``use_cassette`` yields and the ``cassette`` fixture returns).
+    """An open cassette (what ``use_cassette`` yields and the ``cassette`` fixture returns):
+    replays (or records) the HTTP traffic inside the ``with`` block from the cassette at
+    ``path`` (``.yaml`` added when there is no suffix; ``.har`` files replay only).
+
+    ``mutations`` is a list of :mod:`openprogram_testing.faults` mutations applied to every
+    played response, or ``{interaction_index: [mutations]}`` to address single interactions.
+    ``redact_values`` are extra secret values to keep out of the file; ``redact_headers``,
+    ``redact_query_params`` and ``redact_fields`` add credential names (glob patterns) to the
+    defaults, ``redaction`` replaces the default rules altogether.
 
     ``interactions`` is the number of interactions, ``played`` the indices served in order,
     ``mismatches`` the messages of requests that matched nothing."""
@@ -463,37 +471,6 @@ def _check_mutations(mutations: MutationSpec) -> MutationSpec:
     return mutations if isinstance(mutations, Mapping) else list(items)
 
 
-def use_cassette(
-    path: str | os.PathLike[str],
-    *,
-    record_mode: str = "none",
-    match_body: bool = False,
-    allow_unplayed: bool = False,
-    mutations: MutationSpec = (),
-    redact_values: Sequence[str] = (),
-    redaction: RedactionRules | None = None,
-    redact_headers: Sequence[str] = (),
-    redact_query_params: Sequence[str] = (),
-    redact_fields: Sequence[str] = (),
-) -> CassetteSession:
-    """Replay (or record) the HTTP traffic inside the ``with`` block from the cassette at ``path``
-    (``.yaml`` added when there is no suffix; ``.har`` files replay only).
-
-    ``mutations`` is a list of :mod:`openprogram_testing.faults` mutations applied to every
-    played response, or ``{interaction_index: [mutations]}`` to address single interactions.
-    ``redact_values`` are extra secret values to keep out of the file; ``redact_headers``,
-    ``redact_query_params`` and ``redact_fields`` add credential names (glob patterns) to the
-    defaults, ``redaction`` replaces the default rules altogether.
-    """
-    return CassetteSession(
-        path,
-        record_mode=record_mode,
-        match_body=match_body,
-        allow_unplayed=allow_unplayed,
-        mutations=mutations,
-        redact_values=redact_values,
-        redaction=redaction,
-        redact_headers=redact_headers,
-        redact_query_params=redact_query_params,
-        redact_fields=redact_fields,
-    )
+use_cassette = CassetteSession
+"""``with use_cassette(path, ...) as cassette:``: the session is its own context manager, so
+opening a cassette is constructing one (one parameter list, documented on the class)."""
