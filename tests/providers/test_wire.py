@@ -185,7 +185,9 @@ def test_bad_tool_choice_is_a_clear_value_error(bad: object, match: str) -> None
 
 
 def test_function_choice_must_name_a_tool() -> None:
-    with pytest.raises(ValueError, match="'nope', which is not among this run's tools: get_weather"):
+    with pytest.raises(
+        ValueError, match="'nope', which is not among this run's tools: get_weather"
+    ):
         tools_fragment("openai_chat", TOOLS, {"type": "function", "name": "nope"})
 
 
