@@ -260,7 +260,10 @@ async def run_loop(
     events: list[AgentEvent] = []
     times: list[float] = []
     annotations: list[Annotation] = []
-    token = _recording.set((events, annotations))
+    recording = (events, annotations)
+    token = _recording.set(recording)
+    with _in_flight_lock:
+        _in_flight.append(recording)
     failure: BaseException | None = None
     clock = time.perf_counter
     try:
@@ -271,6 +274,8 @@ async def run_loop(
         failure = exc
     finally:
         _recording.reset(token)
+        with _in_flight_lock:
+            _in_flight[:] = [r for r in _in_flight if r is not recording]
 
     requests = list(recorded[start:]) if isinstance(recorded, list) and start is not None else None
     trace = LoopTrace.from_events(
@@ -353,6 +358,11 @@ _recording: contextvars.ContextVar[tuple[list[AgentEvent], list[Annotation]] | N
 )
 
 
+_in_flight: list[tuple[list[AgentEvent], list[Annotation]]] = []
+"""The recordings of the ``run_loop`` runs in progress in this process (any thread)."""
+_in_flight_lock = threading.Lock()
+
+
 NESTED_RUN = "nested_run"
 """Annotation kind: a ``Runtime`` run (its ``run_id`` is the text) ran inside a tool call."""
 
@@ -367,6 +377,21 @@ def annotate(kind: str, text: str) -> None:
         annotations.append(Annotation(len(events), kind, text))
 
 
+def annotate_in_flight(kind: str, text: str) -> bool:
+    """Like ``annotate``, for what serves a run from another thread (the provider emulator
+    answering a request on its handler thread, where the run's context is not visible): the
+    note goes to the one ``run_loop`` run in progress in this process, which is the sender, as
+    a request is answered while the run that sent it is in progress.  Nothing else links a
+    served request to its run, so with several runs in progress (side by side) the note is
+    placed nowhere rather than on a wrong run; returns whether it was placed."""
+    with _in_flight_lock:
+        if len(_in_flight) != 1:
+            return False
+        events, annotations = _in_flight[0]
+        annotations.append(Annotation(len(events), kind, text))
+        return True
+
+
 __all__ = [
     "NESTED_RUN",
     "Annotation",
@@ -374,6 +399,7 @@ __all__ = [
     "TraceListener",
     "add_trace_listener",
     "annotate",
+    "annotate_in_flight",
     "announce_trace",
     "remove_trace_listener",
     "render_snapshot",

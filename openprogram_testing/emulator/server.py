@@ -42,6 +42,7 @@ from ..scripted import (
     describe_turn,
     summarize_message,
 )
+from ..trace import annotate_in_flight
 from ..wire import ENDPOINTS, FORMATS, RenderContext, Route, WireFormat, route
 from .plan import (
     EXHAUSTED_HEADER,
@@ -348,6 +349,8 @@ class ProviderEmulator:
             )
             self.violations.append(UnexpectedModelCall(msg))
             return _exhausted(error_plan(wire, 500, msg, request_id))
+        for fault in slot.faults:  # marked on the run being recorded, as a cassette's are
+            annotate_in_flight("fault", f"{fault!r} on emulated request {record.index}")
         plan = self._answer(wire, slot, request, body, request_id, stream, query, record.turn)
         return _exhausted(plan) if exhausted else plan
 

@@ -1,0 +1,70 @@
+"""Faults the provider emulator injects are marked on the recorded run (as a cassette's are),
+at the model call they hit, so the timeline and the HTML report show them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from openprogram.providers.openai_chat import OpenAIChatProvider
+from openprogram_testing.emulator import Fault, ProviderEmulator
+from openprogram_testing.scripted import turn
+from openprogram_testing.trace import LoopTrace, annotate_in_flight, run_loop
+
+
+async def _run(emu: ProviderEmulator) -> LoopTrace:
+    provider = OpenAIChatProvider(base_url=emu.openai_base_url, api_key="test", stream=True)
+    try:
+        return await run_loop(provider, "hi")
+    finally:
+        await provider._client.close()
+
+
+async def test_an_injected_fault_is_marked_at_the_model_call_it_hit() -> None:
+    with ProviderEmulator() as emu:
+        emu.add(turn("hello"), faults=[Fault.no_terminal()])
+        trace = await _run(emu)
+    faults = [a for a in trace.annotations if a.kind == "fault"]
+    assert len(faults) == 1
+    (fault,) = faults
+    assert fault.text == f"{Fault.no_terminal()!r} on emulated request 0"
+    # placed inside that model call's message, before any of its content arrived (the adapter
+    # announces the message before it sends the request)
+    types = [e.type for e in trace.events]
+    reply_start = types.index("message_start", types.index("message_end"))
+    first_delta = next(
+        i
+        for i, e in enumerate(trace.events)
+        if getattr(e, "event", None) and e.event.type == "text_delta"
+    )
+    assert reply_start < fault.event_index < first_delta
+
+
+async def test_a_clean_answer_is_not_marked() -> None:
+    with ProviderEmulator() as emu:
+        emu.add(turn("hello"))
+        trace = await _run(emu)
+    assert [a for a in trace.annotations if a.kind == "fault"] == []
+
+
+def test_a_note_is_placed_only_where_it_cannot_be_misattributed() -> None:
+    # With no run in flight there is nobody to tell.  A request is planned while the run that
+    # sent it is in flight, so when exactly one run is in flight the note is that run's; with
+    # several in flight it is placed nowhere.  Two runs side by side therefore each get their
+    # own fault or none, never the other's.
+    assert annotate_in_flight("fault", "nobody listens") is False
+
+    async def side_by_side() -> tuple[LoopTrace, LoopTrace]:
+        with ProviderEmulator() as a, ProviderEmulator() as b:
+            a.add(turn("from a"), faults=[Fault.no_terminal()])
+            b.add(turn("from b"), faults=[Fault.latency(0.001)])
+            first, second = await asyncio.gather(_run(a), _run(b))
+        return first, second
+
+    for _ in range(5):
+        first, second = asyncio.run(side_by_side())
+        assert {x.text for x in first.annotations if x.kind == "fault"} <= {
+            f"{Fault.no_terminal()!r} on emulated request 0"
+        }
+        assert {x.text for x in second.annotations if x.kind == "fault"} <= {
+            f"{Fault.latency(0.001)!r} on emulated request 0"
+        }
