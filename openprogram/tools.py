@@ -351,7 +351,13 @@ _OFFERED: dict[int, tuple[Any, Any, Any, AgentTool]] = {}
 ``.spec``/``.execute`` tools: programs offer the same tool objects run after run, and rebuilding
 the spec and keying the schema cache cost 12-15 µs per tool per run.  The entry holds the tool
 itself, so its id cannot be reused while cached; a hit needs the same ``execute`` and a spec
-equal to the copy taken when it was built, so a spec changed in place is normalised again."""
+equal to the copy taken when it was built, so a spec changed in place is normalised again.
+
+The copy is taken the second time a tool is offered (the first time the entry holds
+``_ONCE``, which equals no spec): copying a spec costs about twice building the tool, and a
+program that builds fresh tools for every run would pay it for nothing."""
+
+_ONCE = object()
 
 _OFFERED_MAX = 4096
 """A program that builds fresh tool objects every run would otherwise grow the cache without
@@ -377,7 +383,7 @@ def as_agent_tool(tool: Any) -> AgentTool:
     if not hasattr(tool, "to_agent_tool"):  # decorated functions keep their own AgentTool
         try:
             spec, execute = _spec_and_execute(tool)
-            snapshot = copy.deepcopy(spec)
+            snapshot = copy.deepcopy(spec) if hit is not None and hit[0] is tool else _ONCE
         except Exception:  # a spec that cannot be copied is simply not cached
             return agent_tool
         if len(_OFFERED) >= _OFFERED_MAX:

@@ -25,11 +25,25 @@ class _ObjectTool:
 
 def test_the_same_tool_objects_give_the_same_agent_tools() -> None:
     tool, obj = add_tool(), _ObjectTool()
-    first = normalize_tools([tool, obj])
-    again = normalize_tools([tool, obj])
-    assert again[0] is first[0]
-    # a bound method is a new object on every attribute access: it must still hit
-    assert again[1] is first[1]
+    normalize_tools([tool, obj])  # offered once: built, nothing copied yet
+    first = normalize_tools([tool, obj])  # offered again: built again, its spec copied
+    for _ in range(3):
+        again = normalize_tools([tool, obj])
+        assert again[0] is first[0]
+        # a bound method is a new object on every attribute access: it must still hit
+        assert again[1] is first[1]
+
+
+def test_a_tool_offered_once_costs_no_copy_of_its_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    copies: list[object] = []
+    real = tools_module.copy.deepcopy
+    monkeypatch.setattr(tools_module.copy, "deepcopy", lambda v: copies.append(v) or real(v))
+    fresh = [add_tool() for _ in range(5)]  # a program that builds its tools for every run
+    for tool in fresh:
+        normalize_tools([tool])
+    assert copies == []
+    normalize_tools([fresh[0]])
+    assert copies == [fresh[0]["spec"]]
 
 
 def _one_of_a_list(tool: Any) -> Any:
@@ -45,6 +59,7 @@ NORMALISERS = pytest.mark.parametrize(
 @NORMALISERS
 def test_a_spec_changed_in_place_is_normalised_again(normalise: Callable[[Any], Any]) -> None:
     tool = add_tool()
+    normalise(tool)  # the first offer takes no copy of the spec
     before = normalise(tool)
     assert normalise(tool) is before
     tool["spec"]["description"] = "Add two numbers."
