@@ -130,3 +130,20 @@ def test_a_spec_whose_comparison_raises_is_still_normalised(
     tool = {"spec": _RaisingEq(name="odd", description="", parameters={}), "execute": str}
     assert normalise(tool).name == "odd"
     assert normalise(tool).name == "odd"  # the cached entry cannot be compared: rebuilt
+
+
+class _Uncopyable:
+    def __deepcopy__(self, memo: object) -> object:
+        raise RuntimeError("no copying me")
+
+
+@NORMALISERS
+def test_a_spec_that_cannot_be_copied_is_normalised_every_time(
+    normalise: Callable[[Any], Any],
+) -> None:
+    tool = add_tool()
+    tool["spec"]["parameters"]["x-extra"] = _Uncopyable()
+    built = [normalise(tool) for _ in range(3)]  # the second offer's copy raises: not cached
+    assert all(b.name == "add" for b in built)
+    assert built[2] is not built[1]
+    assert built[2].validate({"a": 1, "b": 2})[1] == []
