@@ -417,6 +417,7 @@ class SDKProvider:
                 status = _ERROR_TYPE_STATUS.get(err_type or "", status)
             response = getattr(exc, "response", None)
             headers = getattr(response, "headers", None)
+            err_type = err_type or _amzn_error_type(headers)
             text = api_message or getattr(exc, "message", None) or error_text(exc)
             prefix = f"HTTP {status}" if status else "API error"
             if err_type:
@@ -542,6 +543,18 @@ def _is_httpx2(exc: BaseException, name: str) -> bool:
 
     cls = getattr(httpx2, name, None)
     return isinstance(cls, type) and isinstance(exc, cls)
+
+
+def _amzn_error_type(headers: object) -> str | None:
+    """The AWS error type of an answer whose body has none: Bedrock (Claude through the
+    ``anthropic`` SDK's Bedrock client) sends ``{"message": ...}`` and names the type only in
+    ``x-amzn-ErrorType`` (``ThrottlingException:http://internal.amazon.com/...``), cut at ``:``."""
+    if not isinstance(headers, Mapping):
+        return None
+    raw = headers.get("x-amzn-errortype") or headers.get("x-amzn-ErrorType")
+    if not isinstance(raw, str):
+        return None
+    return raw.split(":", 1)[0].strip() or None
 
 
 def _body_error(body: object) -> tuple[str | None, str | None]:

@@ -130,3 +130,19 @@ def test_platform_builds_the_sdk_client() -> None:
     assert isinstance(vertex.client, AsyncAnthropicVertex)
     with pytest.raises(ValueError, match="unknown platform 'azure'"):
         AnthropicProvider(platform="azure")
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"),
+    [(429, "ThrottlingException"), (400, "ValidationException"), (403, "AccessDeniedException")],
+)
+async def test_bedrock_error_type_comes_from_the_amzn_header(status: int, error_type: str) -> None:
+    # Bedrock's error body is only {"message": ...}: the type travels in x-amzn-ErrorType
+    # ("ThrottlingException:http://internal.amazon.com/..."), cut at the first ':'.
+    with ProviderEmulator() as emu:
+        emu.add(turn("never"), faults=[Fault.status(status, body={"message": "slow down"})])
+        async with on_bedrock(emu) as provider:
+            events = [e async for e in provider.stream("anthropic.claude:0", CTX, StreamOptions())]
+    message = events[-1].message
+    assert message.stop_reason == "error" and message.error_status == status
+    assert message.error_message == f"HTTP {status} ({error_type}): slow down"
