@@ -39,7 +39,10 @@ class RunInfo:
     - ``depth``: 0 for an outermost run, 1 for a run started inside one of its tool calls, ...;
     - ``tool_call_id``/``tool_name``: the tool call of the parent run whose body called
       ``exec`` (``None`` for an outermost run and for ``choices`` runs);
-    - ``kind``: ``"exec"`` (the work) or ``"choices"`` (one ask of the ``choices=`` decision).
+    - ``kind``: ``"exec"`` (the work) or ``"choices"`` (one ask of the ``choices=`` decision);
+    - ``tools``: the names of the tools the run offers the model, in menu order (a nested run
+      its own menu, a ``choices`` ask its ``choose`` tool), so an observer can tell a call of
+      a tool that is not offered from one of a tool that failed.
     """
 
     run_id: str
@@ -48,6 +51,7 @@ class RunInfo:
     tool_call_id: str | None = None
     tool_name: str | None = None
     kind: RunKind = "exec"
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

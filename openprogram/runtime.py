@@ -277,6 +277,7 @@ class Runtime:
             depth,
             parent.call_id if parent is not None else None,
             parent.call_name if parent is not None else None,
+            tools=tuple(names),
         )
         state = _RunState(info)
         token = cancel or self.cancel or _current_cancel.get()
@@ -400,7 +401,9 @@ class Runtime:
         work: RunInfo,
     ) -> Any:
         def make_config() -> LoopConfig:
-            info = RunInfo(f"run-{next(_run_ids)}", work.run_id, work.depth, kind=_CHOICES)
+            info = RunInfo(
+                f"run-{next(_run_ids)}", work.run_id, work.depth, kind=_CHOICES, tools=_CHOOSE
+            )
             return self._config({"type": "function", "name": CHOOSE_TOOL}, False, 1, cancel, info)
 
         return await decide(decision, context, record, make_config, self._drain, self)
@@ -435,6 +438,7 @@ class Runtime:
 
 
 _CHOICES: RunKind = "choices"
+_CHOOSE = (CHOOSE_TOOL,)
 
 
 def _with_queue(queue: MessageQueue, source: MessageSource | None) -> MessageSource:

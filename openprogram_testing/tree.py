@@ -265,6 +265,7 @@ def _build(
             steering_mode=runtime.steering_mode,
             schedule=schedule,
             prompts=_prompts(events, handed),
+            tool_names=info.tools,
             requests=recorder.requests[run_id] if recorder.provider_requests is not None else None,
         )
         trace.handed_over = handed

@@ -479,3 +479,17 @@ def test_a_failing_hook_after_an_error_result_is_not_a_violation() -> None:
     trace = LoopTrace.from_events(events, tool_names=["boom"])
     assert trace.termination == "error" and trace.tool_results[0].is_error
     check_invariants(trace)
+
+
+def test_invariant_6_an_unknown_tool_with_bad_json_is_not_a_validation_failure() -> None:
+    """The loop looks a tool up before it reads the arguments: ``Tool nope not found`` is the
+    right answer to an unknown tool with arguments that are not JSON, with or without the menu
+    (a trace without one cannot tell the tools apart); a known tool with bad JSON still needs
+    a validation failure."""
+    trace = run_loop_sync(
+        ScriptedProvider([turn(call("nope", raw='{"x": 1')), "done"]), "go", tools=[add_tool()]
+    )
+    assert find_violations(trace) == []
+    assert find_violations(LoopTrace.from_events(trace.events)) == []
+    known = LoopTrace.from_events(trace.events, tool_names=["add", "nope"])
+    assert _violated(known) == {6}

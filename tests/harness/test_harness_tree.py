@@ -198,3 +198,27 @@ def test_runtime_steer_from_a_tool_is_a_handed_over_message() -> None:
     assert [d.message.text for d in tree.trace.deliveries] == ["also check Oslo"]
     assert_skipped(tree, ["lookup"])
     check_invariants(tree)
+
+
+def test_every_run_of_a_tree_knows_the_menu_it_offered() -> None:
+    """A call to a tool that is not offered, with arguments that are not JSON, is correctly
+    answered ``Tool nope not found``: invariant 6 must accept it on the exec path too, which
+    needs each run's own menu (a nested run offers its own, a ``choices=`` ask its tool)."""
+
+    @function
+    def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    provider = ScriptedProvider([turn(call("nope", raw='{"x": 1')), "done"])
+    tree = run_exec_sync(Runtime(provider, "m"), "go", tools=[echo])
+    check_invariants(tree)
+    assert tree.trace.tool_names == ["echo"]
+
+    registry, tools = research_agent()
+    nested = run_exec_sync(
+        Runtime(ScriptedProvider(_script()), "m", registry=registry), "go", tools=tools
+    )
+    outer, inner = nested.runs
+    assert outer.trace.tool_names == [t.name for t in tools]
+    assert inner.trace.tool_names == outer.trace.tool_names  # inherited, as the runtime does
