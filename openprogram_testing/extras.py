@@ -1,6 +1,6 @@
 """What the ``testing`` extra brings, and the one install line to print when it is missing.
 
-The runtime (``pip install openprogram``) and the pytest plugin work without the extra; the
+The runtime (``pip install openprogram-loop``) and the pytest plugin work without the extra; the
 parts of the harness built on PyYAML, vcrpy, syrupy, hypothesis, rich or httpx need it.  A part
 that finds its dependency missing fails with ``MissingExtra``, whose message is the exact command
 to run, instead of a bare ``ModuleNotFoundError`` from deep inside an import.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
-INSTALL_LINE = 'pip install "openprogram[testing]"'
+INSTALL_LINE = 'pip install "openprogram-loop[testing]"'
 """The command that installs the harness's optional dependencies."""
 
 TESTING_MODULES: dict[str, str] = {

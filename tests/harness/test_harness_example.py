@@ -57,6 +57,14 @@ def test_the_example_project_passes_its_own_tests(tmp_path: Path) -> None:
     assert "1 snapshot passed" in out, out  # compared with the committed snapshot, not rewritten
 
 
+def documented_requirement(extras: str) -> str:
+    """The requirement exactly as docs/testing-your-agent.md's install block spells it."""
+    text = (ROOT / "docs" / "testing-your-agent.md").read_text(encoding="utf-8")
+    match = re.search(rf'pip install "([^"\[]+\[{re.escape(extras)}\])"', text)
+    assert match, f"docs/testing-your-agent.md has no install line with [{extras}]"
+    return match.group(1)
+
+
 def _venv(path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
     return path / "bin" / "python"
@@ -90,11 +98,13 @@ def test_the_built_wheel_in_fresh_virtualenvs(tmp_path: Path) -> None:
         capture_output=True,
         env=env,
     )
-    (wheel,) = dist.glob("openprogram-*.whl")
+    (wheel,) = dist.glob("openprogram_loop-*.whl")
 
-    # 1. the documented install, then the example project's tests (not editable: the wheel)
+    # 1. the documented install line, verbatim, finding the wheel by its name in a local folder
+    #    (the package index has no such distribution), then the example project's tests (not
+    #    editable: the wheel)
     full = _venv(tmp_path / "full")
-    _pip(full, env, f"openprogram[testing,openai] @ {wheel.as_uri()}")
+    _pip(full, env, "--find-links", str(dist), documented_requirement("testing,openai"))
     project = _copy_example(tmp_path)
     out = _pytest(full, project, env)
     assert "exit=0" in out and "1 snapshot passed" in out, out
@@ -112,7 +122,14 @@ def test_the_built_wheel_in_fresh_virtualenvs(tmp_path: Path) -> None:
     # 2. openprogram alone (and pytest): the plugin loads; a harness fixture that needs the
     #    extra fails its own test with the install line
     bare = _venv(tmp_path / "bare")
-    _pip(bare, env, wheel.as_uri(), "pytest")
+    _pip(
+        bare,
+        env,
+        "--find-links",
+        str(dist),
+        documented_requirement("testing").split("[")[0],
+        "pytest",
+    )
     trivial = tmp_path / "trivial"
     trivial.mkdir()
     (trivial / "test_trivial.py").write_text(

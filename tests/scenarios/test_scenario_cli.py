@@ -188,7 +188,7 @@ def test_without_the_testing_extra_the_install_line_is_printed() -> None:
     assert done.returncode == 2
     assert done.stderr == (
         "error: openprogram-testing needs the testing extra (typer, rich, PyYAML not "
-        'installed); install it with: pip install "openprogram[testing]"\n'
+        'installed); install it with: pip install "openprogram-loop[testing]"\n'
     )
 
 
