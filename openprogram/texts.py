@@ -4,6 +4,10 @@ Tool results and error messages produced by the loop (not by a tool or a provide
 the contract: the model reads them, and tests, traces and scenario expectations compare them.
 The harness imports them from here instead of restating them.  Texts that depend on the call are
 functions, so the wording stays in one place.
+
+Two rules about text itself live here too, because the runtime and the harness must apply the same
+ones: ``whole_text`` (what a lone UTF-16 surrogate becomes: U+FFFD) and ``clip`` (how a value too
+long to show is cut: its head and the number of characters left out).
 """
 
 from __future__ import annotations
@@ -60,18 +64,76 @@ def unserialisable_text(name: str, reason: str) -> str:
     return f"Tool {name} returned a value that cannot be turned into text: {reason}"
 
 
+REPLACEMENT = "\ufffd"
+"""What a lone surrogate becomes (the Unicode replacement character)."""
+
+
+def rejoined(text: str) -> str:
+    """``text`` with surrogate pairs written as two halves (JSON's ``"\\ud83d\\ude00"``, read by
+    a parser that does not join them) turned into the one character they stand for; a lone half
+    stays as it is."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+
+
+def whole_text(text: str) -> str:
+    """``text`` that every encoder can write: surrogate pairs joined, and each lone surrogate
+    (half of a pair cut apart, or a ``"\\ud800"`` escape) replaced by U+FFFD.
+
+    No UTF-8 file, terminal, XML report or pytest-xdist channel accepts a lone surrogate, so one
+    that reaches any of them would end the writer with ``UnicodeEncodeError``.  Text enters the
+    conversation through this (``MessageBuilder``, tool results), and every writer of the harness
+    passes what it writes through it again, for text that came another way."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+CLIP_LIMIT = 2_000
+"""Characters of one value that messages show by default (see ``clip``)."""
+
+
+def clip(text: str, limit: int = CLIP_LIMIT) -> str:
+    """``text`` cut to its first ``limit`` characters, followed by how many were cut
+    (``…(+19998000 chars)``), so a runaway value (a 20 MB reply, a tool result the size of a
+    file) cannot make a failure message, a terminal or a report unusable.  The one way every
+    message of the project shortens a value."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…(+{len(text) - limit} chars)"
+
+
+def clipped_repr(value: object, limit: int = CLIP_LIMIT) -> str:
+    """``repr(value)`` of a string clipped to ``limit`` characters (other values: their
+    ``repr``, clipped): the form failure messages quote values in."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}…(+{len(value) - limit} chars)"
+    return clip(repr(value), limit)
+
+
 __all__ = [
     "ABORTED_TEXT",
     "CANCELLED_TEXT",
+    "CLIP_LIMIT",
     "NOT_CALLED_TEXT",
     "NOT_JSON_TEXT",
+    "REPLACEMENT",
     "SKIPPED_TEXT",
     "SOURCE_FAILED_PREFIX",
     "STREAM_ENDED_TEXT",
     "TOO_DEEP_TEXT",
+    "clip",
+    "clipped_repr",
     "not_object_text",
+    "rejoined",
     "timed_out_text",
     "tool_not_found_text",
     "unserialisable_text",
     "validation_header",
+    "whole_text",
 ]

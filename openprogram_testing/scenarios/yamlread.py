@@ -172,9 +172,8 @@ def _compose(loader: Any) -> Any:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-            if not event.value.isascii():
-                _check_text(event.value, mark)
-            value = yaml.ScalarNode(tag, event.value, mark, end, style=event.style)
+            text = event.value if event.value.isascii() else _whole(event.value, mark)
+            value = yaml.ScalarNode(tag, text, mark, end, style=event.style)
             size = 1
             if event.anchor is not None:
                 anchors[event.anchor] = (value, 1)
@@ -222,8 +221,13 @@ def _compose(loader: Any) -> Any:
             parent.node.value.append(value)
 
 
-def _check_text(value: str, mark: Any) -> None:
-    """A ``"\\ud800"`` escape makes a string no file or terminal can hold: refuse it here."""
+def _whole(value: str, mark: Any) -> str:
+    """``value`` with escaped surrogate pairs joined (``json.dumps`` writes an emoji as
+    ``"\\ud83d\\ude00"``, which YAML reads as two halves); a lone ``"\\ud800"`` makes a string
+    no file or terminal can hold: refuse it here."""
+    from openprogram.texts import rejoined
+
+    value = rejoined(value)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -231,6 +235,7 @@ def _check_text(value: str, mark: Any) -> None:
         raise YamlProblem(
             mark.line + 1, mark.column + 1, f"a lone surrogate ({bad}) is not text"
         ) from None
+    return value
 
 
 def _marked(exc: Any) -> YamlProblem:
