@@ -28,6 +28,7 @@ from openprogram.events import AgentEvent, MessageEnd, MessageStart, TurnStart
 from openprogram.loop import effective_cap
 from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
 
+from .invariants import check_invariants as check_tree_invariants
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
 from .steering import Delivery, DeliveryKind, RunLike, RunPath, SteeringSchedule, run_path
@@ -186,6 +187,7 @@ async def run_exec(
     *,
     schedule: SteeringSchedule | None = None,
     raises: bool = True,
+    check_invariants: bool = False,
     **exec_kwargs: Any,
 ) -> TraceTree:
     """Run ``runtime.aexec(content, **exec_kwargs)`` and return the ``TraceTree`` of its runs.
@@ -193,7 +195,10 @@ async def run_exec(
     ``schedule`` steers any run of it (entries name nested runs by tool path).  What ``aexec``
     returns is ``tree.result``.  If it raises, the exception is re-raised with the tree's
     timeline attached as a note, or, with ``raises=False``, kept in ``tree.exception``.
-    Every run's trace is announced to the trace listeners.
+    ``check_invariants=True`` checks every run against the loop invariants before returning
+    (``exec_runner`` does by default; outside pytest it is the caller's choice, as
+    ``check_invariants(tree)`` afterwards).  Every run's trace is announced to the trace
+    listeners.
     """
     recorder = _Recorder(runtime)
     sched = schedule if schedule is not None else SteeringSchedule()
@@ -220,6 +225,8 @@ async def run_exec(
     # Inside a tool of a traced loop run (a scenario's agentic tool), note which run this was,
     # so the report files it under the tool call that started it.
     annotate(NESTED_RUN, tree.run.run_id)
+    if check_invariants:
+        check_tree_invariants(tree)
     if failure is not None and raises:
         try:
             failure.add_note("runs timeline:\n" + render_timeline(tree))

@@ -24,7 +24,7 @@ from openprogram_testing import (
     run_exec_sync,
     turn,
 )
-from openprogram_testing.invariants import find_tree_violations
+from openprogram_testing.invariants import Violation, find_tree_violations
 from tests.runtime._agents import register_answers, research_agent, research_script
 
 
@@ -222,3 +222,26 @@ def test_every_run_of_a_tree_knows_the_menu_it_offered() -> None:
     outer, inner = nested.runs
     assert outer.trace.tool_names == [t.name for t in tools]
     assert inner.trace.tool_names == outer.trace.tool_names  # inherited, as the runtime does
+
+
+def test_run_exec_takes_check_invariants_as_the_docs_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openprogram_testing import tree as tree_module
+
+    def rt() -> Runtime:
+        return Runtime(ScriptedProvider(["done"]), "m")
+
+    # accepted (it used to reach Runtime.aexec as an unknown keyword) and off means not checked
+    checked: list[TraceTree] = []
+    monkeypatch.setattr(tree_module, "check_tree_invariants", checked.append)
+    assert run_exec_sync(rt(), "go", tools=[], check_invariants=False).final_text == "done"
+    assert checked == []
+    # on means every run of the tree goes through the checker, and what it raises reaches the caller
+    tree = run_exec_sync(rt(), "go", tools=[], check_invariants=True)
+    assert checked == [tree]
+
+    def broken(tree: TraceTree) -> None:
+        raise InvariantViolation([Violation(1, "planted")])
+
+    monkeypatch.setattr(tree_module, "check_tree_invariants", broken)
+    with pytest.raises(InvariantViolation, match="planted"):
+        run_exec_sync(rt(), "go", tools=[], check_invariants=True)
