@@ -16,11 +16,13 @@ snapshots (syrupy merges the workers' reports on the controller before cleaning 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 import unicodedata
 from pathlib import Path
 from typing import Any
 
+from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 from syrupy.types import SnapshotIndex
@@ -53,6 +55,40 @@ def safe_stem(name: str, budget: int = STEM_BUDGET) -> str:
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
     head = clean.encode("utf-8")[: budget - len(digest) - 1].decode("utf-8", "ignore")
     return f"{head}-{digest}"
+
+
+_PROPERTY_OPTIONS = ("exclude", "include", "matcher")
+"""syrupy's options that filter or replace properties of the data while it is serialised."""
+
+
+class SnapshotOptionRefused(TypeError):
+    """``trace_snapshot(exclude=...)`` (or ``include=`` / ``matcher=``): syrupy's property
+    options walk a tree of properties, and a trace snapshot is rendered text with none, so the
+    option would silently do nothing and the snapshot would compare what the test says it
+    leaves out.  ``options`` names the options that were given."""
+
+    def __init__(self, options: tuple[str, ...]) -> None:
+        self.options = options
+        given = ", ".join(f"{name}=" for name in options)
+        super().__init__(
+            f"trace_snapshot does not apply {given}: a trace snapshot is rendered text, not a "
+            "tree of properties. Ids, usage and timestamps are already normalised; to leave "
+            "more out, compare an edited render_snapshot(trace) string (stored as is), or use "
+            "syrupy's own snapshot on a dict"
+        )
+
+
+def _user_matcher(matcher: Any) -> Any:
+    """The matcher the test gave, if any.  syrupy always passes a matcher of its own (a closure
+    over the ``SnapshotAssertion`` that renders nested assertions and then calls the test's
+    ``matcher=``, kept on the assertion as ``_matcher``), so its presence says nothing: look
+    through it.  A matcher passed to ``serialize`` directly is the test's own."""
+    if matcher is None:
+        return None
+    owner = inspect.getclosurevars(matcher).nonlocals.get("self")
+    if isinstance(owner, SnapshotAssertion):
+        return owner._matcher
+    return matcher
 
 
 class TraceSnapshotExtension(SingleFileSnapshotExtension):
@@ -94,6 +130,12 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         return stem == expected or _INDEX.sub("", stem) == expected
 
     def serialize(self, data: Any, **kwargs: Any) -> str:
+        """The snapshot text of ``data``; refuses syrupy's property options (see
+        :class:`SnapshotOptionRefused`) instead of ignoring them."""
+        options = {**kwargs, "matcher": _user_matcher(kwargs.get("matcher"))}
+        given = tuple(name for name in _PROPERTY_OPTIONS if options.get(name) is not None)
+        if given:
+            raise SnapshotOptionRefused(given)
         if isinstance(data, LoopTrace | TraceTree):
             return render_snapshot(data)
         if isinstance(data, str):
@@ -105,4 +147,4 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         )
 
 
-__all__ = ["STEM_BUDGET", "TraceSnapshotExtension", "safe_stem"]
+__all__ = ["STEM_BUDGET", "SnapshotOptionRefused", "TraceSnapshotExtension", "safe_stem"]
