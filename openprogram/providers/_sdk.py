@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
+import sys
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
 from ..events import AssistantMessageEvent
@@ -384,25 +386,28 @@ class SDKProvider:
     ) -> None:
         """Make the SDK call and push every item into ``queue`` — all in this one task, so the
         SDK's HTTP stream is opened, read and closed by the same task (cancelling it closes the
-        connection)."""
-        try:
-            result = await self._call(client, params, self.streaming)
-            if self.streaming:
-                try:
-                    async for item in result:
-                        queue.put_nowait(("item", item))
-                finally:
-                    closer = getattr(result, "aclose", None) or getattr(result, "close", None)
-                    if closer is not None:
-                        with contextlib.suppress(Exception):
-                            await closer()
-            else:
-                queue.put_nowait(("item", result))
-            queue.put_nowait(("end", None))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            queue.put_nowait(("exc", exc))
+        connection).  The outcome (``end`` or ``exc``) is posted only once everything the call
+        opened is closed: the consumer cancels the pump when it sees it."""
+        failure: Exception | None = None
+        async with closing_started_generators():
+            try:
+                result = await self._call(client, params, self.streaming)
+                if self.streaming:
+                    try:
+                        async for item in result:
+                            queue.put_nowait(("item", item))
+                    finally:
+                        closer = getattr(result, "aclose", None) or getattr(result, "close", None)
+                        if closer is not None:
+                            with contextlib.suppress(Exception):
+                                await closer()
+                else:
+                    queue.put_nowait(("item", result))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failure = exc
+        queue.put_nowait(("exc", failure) if failure is not None else ("end", None))
 
     def _error_event(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
         status_cls, timeout_cls, connection_cls = self._sdk_errors()
@@ -437,6 +442,65 @@ class SDKProvider:
         if isinstance(exc, json.JSONDecodeError) or _is_eventstream_error(exc):
             return builder.error(f"malformed stream frame: {error_text(exc)}", retryable=True)
         return builder.error(f"{type(exc).__name__}: {error_text(exc)}")
+
+
+class _Started(list[AsyncGenerator[Any, Any]]):
+    """The async generators one task started (first iterated), oldest first."""
+
+    __slots__ = ("task",)
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        super().__init__()
+        self.task = task
+
+
+_STARTED: contextvars.ContextVar[_Started | None] = contextvars.ContextVar(
+    "openprogram_started_generators", default=None
+)
+
+
+def _recording(chained: Callable[[AsyncGenerator[Any, Any]], object] | None) -> Any:
+    """A ``firstiter`` async-generator hook that records the generators a tracking task starts,
+    then hands every generator to the hook it replaces (the event loop's own)."""
+
+    def firstiter(agen: AsyncGenerator[Any, Any]) -> None:
+        started = _STARTED.get()
+        if started is not None and started.task is asyncio.current_task():
+            started.append(agen)
+        if chained is not None:
+            chained(agen)
+
+    firstiter.openprogram_recording = True  # type: ignore[attr-defined]
+    return firstiter
+
+
+@contextlib.asynccontextmanager
+async def closing_started_generators() -> AsyncIterator[None]:
+    """Close, on the way out and outermost first, every async generator the current task
+    started inside the block.
+
+    An SDK stream is a stack of async generators (HTTP bytes, SSE lines, JSON chunks, typed
+    responses).  When one of them raises (an error document, a chunk its own types reject),
+    those beneath it stay suspended with the HTTP response open: the connection lives until
+    the client is closed, and the event loop's shutdown then closes the generators all at once,
+    out of order (``aclose(): asynchronous generator is already running``).  Closing them here,
+    one by one from the outside in, runs each one's own cleanup in order, so the response is
+    closed by the code that opened it and nothing is left for the loop.  Generators are
+    recorded through the thread's ``firstiter`` hook (chained to the loop's); generators other
+    tasks start are not touched."""
+    hooks = sys.get_asyncgen_hooks()
+    if not getattr(hooks.firstiter, "openprogram_recording", False):
+        sys.set_asyncgen_hooks(firstiter=_recording(hooks.firstiter), finalizer=hooks.finalizer)
+    started = _Started(asyncio.current_task())
+    token = _STARTED.set(started)
+    try:
+        yield
+    finally:
+        _STARTED.reset(token)
+        for agen in started:
+            with contextlib.suppress(Exception):
+                await agen.aclose()
+        started.clear()
 
 
 async def _settle(pump: asyncio.Future[None]) -> None:
