@@ -87,6 +87,12 @@ class _RunState:
 
 
 _current_run: ContextVar[_RunState | None] = ContextVar("openprogram_exec_run", default=None)
+
+_override: ContextVar[tuple[Provider | None, str | None] | None] = ContextVar(
+    "openprogram_runtime_override", default=None
+)
+"""``(provider, model)`` that every run started in this context uses instead of its runtime's own
+(``Runtime.override``); ``None`` for either keeps the runtime's."""
 _run_ids = itertools.count(1)
 
 
@@ -163,6 +169,40 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"Runtime(provider={self.provider!r}, model={self.model!r})"
+
+    @staticmethod
+    @contextlib.contextmanager
+    def override(*, provider: Provider | None = None, model: str | None = None) -> Iterator[None]:
+        """Every run of *any* ``Runtime`` started inside the ``with`` block uses ``provider`` (and
+        ``model``) instead of its own, wherever that ``Runtime`` was built.
+
+        Why: an application usually builds its ``Runtime`` (and a real provider) in its own code,
+        often at import time, where a test cannot hand it a fake; this swaps the model for the
+        test without touching the application, as pydantic-ai's ``Agent.override`` does.  The
+        override lives in a context variable, so it reaches nested runs, tool bodies on other
+        threads (their context is copied) and asyncio tasks started inside, and never a
+        concurrent run outside the block.  Blocks nest; the innermost wins, field by field.
+        """
+        if provider is not None and not hasattr(provider, "stream"):
+            raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
+        if model is not None and not isinstance(model, str):
+            raise TypeError(f"model must be a str, got {type(model).__name__}")
+        outer = _override.get()
+        if outer is not None:
+            provider = provider if provider is not None else outer[0]
+            model = model if model is not None else outer[1]
+        token = _override.set((provider, model))
+        try:
+            yield
+        finally:
+            _override.reset(token)
+
+    @property
+    def active_provider(self) -> Provider:
+        """The provider this runtime's runs use here: an enclosing ``Runtime.override``'s, else
+        its own."""
+        override = _override.get()
+        return override[0] if override is not None and override[0] is not None else self.provider
 
     # -- observing and steering -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -331,9 +371,14 @@ class Runtime:
     ) -> LoopConfig:
         """The loop configuration of one run (steering sources: see ``_sources``)."""
         steering, follow_up = self._sources(info)
+        override = _override.get()
+        provider, model = self.provider, self.model
+        if override is not None:
+            provider = override[0] if override[0] is not None else provider
+            model = override[1] if override[1] is not None else model
         return LoopConfig(
-            provider=self.provider,
-            model=self.model,
+            provider=provider,
+            model=model,
             max_iterations=max_iterations,
             tool_choice=tool_choice,
             parallel_tool_calls=parallel_tool_calls,

@@ -5,9 +5,9 @@ the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothin
 imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
 
 Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
-``loop_runner``, ``exec_runner``, ``trace_snapshot``; an autouse fixture blocks real model
-requests (markers ``allow_model_requests``, ``op_no_invariants``, ``op_cassette``; options
-``--openprogram-…``).  The runners live in ``openprogram_testing.runners``.
+``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``; an autouse fixture
+blocks real model requests (markers ``allow_model_requests``, ``op_no_invariants``,
+``op_cassette``; options ``--openprogram-…``).  The runners live in ``openprogram_testing.runners``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,6 +230,26 @@ def _openprogram_model_request_guard(request: pytest.FixtureRequest) -> Iterator
         yield
     finally:
         guard.set_allow_model_requests(previous)
+
+
+@pytest.fixture
+def runtime_override(request: pytest.FixtureRequest) -> Iterator[Callable[..., None]]:
+    """Every run of any ``Runtime`` in this test, wherever the application built it, uses the
+    test's ``scripted_provider`` (``Runtime.override``).  Call it to use another provider or
+    model for the rest of the test: ``runtime_override(emulator_adapter, model="m")``."""
+    from openprogram import Runtime
+
+    with contextlib.ExitStack() as stack:
+
+        def use(provider: Any = None, *, model: str | None = None) -> None:
+            stack.close()
+            chosen = (
+                provider if provider is not None else request.getfixturevalue("scripted_provider")
+            )
+            stack.enter_context(Runtime.override(provider=chosen, model=model))
+
+        use()
+        yield use
 
 
 @pytest.fixture

@@ -179,7 +179,7 @@ class ExecRunner(_Runner[TraceTree]):
 
     def _settle(self, tree: TraceTree, runtime: Any, check: bool, raises: bool) -> TraceTree:
         __tracebackhide__ = True
-        self._finish(tree, runtime.provider, check)
+        self._finish(tree, runtime.active_provider, check)
         if raises and tree.exception is not None:
             raise tree.exception
         return tree

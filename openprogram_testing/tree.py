@@ -150,7 +150,7 @@ class _Recorder:
         self.infos: dict[str, RunInfo] = {}
         self.events: dict[str, list[AgentEvent]] = {}
         self.requests: dict[str, list[ModelRequest]] = {}
-        recorded = getattr(runtime.provider, "requests", None)
+        recorded = getattr(runtime.active_provider, "requests", None)
         self.provider_requests: list[Any] | None = recorded if isinstance(recorded, list) else None
         self.queued: dict[int, str] = {}  # id(message) -> "steering" / "follow_up"
         self.times: dict[str, list[float]] = {}
