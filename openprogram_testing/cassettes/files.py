@@ -14,6 +14,11 @@ Accepted shapes (anything else is a :class:`CassetteError` naming what was expec
 
 Every loaded response has a ``Content-Length`` that matches the body served (pretty-printing
 recorders and re-serialized dialects break it, and urllib3 enforces it).
+
+A cassette is read with the scenario loader's limits (``openprogram_testing.safeyaml``): at most
+``MAX_FILE_BYTES``, ``MAX_DEPTH`` levels of nesting and ``MAX_ALIAS_NODES`` nodes added by YAML
+aliases, so a small hostile file (an alias bomb under ``parsed_body``) is an error, not a
+gigabyte of memory.  Only the safe tags vcrpy itself writes are constructed.
 """
 
 from __future__ import annotations
@@ -88,20 +93,22 @@ def decoded_body(body: Any) -> str | None:
 def parse_cassette(text: str, path: Path) -> dict[str, Any]:
     """``{"version": 1, "interactions": [...]}`` from the text of a file of any accepted shape,
     each interaction normalized (see the module docstring)."""
-    import yaml
-    from vcr.serializers import yamlserializer
+    from ..safeyaml import YamlProblem, read
 
-    data: Any
+    data: Any = None
     try:
+        parsed = False
         if text.lstrip()[:1] in ("{", "["):
             try:
-                data = json.loads(text)
+                data, parsed = json.loads(text), True
             except ValueError:
-                data = yamlserializer.deserialize(text)
-        else:
-            data = yamlserializer.deserialize(text)
-    except yaml.YAMLError as exc:
-        raise CassetteError(f"cassette {path} is not valid YAML (or JSON): {exc}") from None
+                pass
+        if not parsed:
+            _, data = read(text, loaders=_loaders(), lone_surrogates="replace")
+    except YamlProblem as exc:
+        raise CassetteError(
+            f"cassette {path} is not valid YAML (or JSON): {exc.line}:{exc.column}: {exc.message}"
+        ) from None
     except RecursionError:
         raise CassetteError(
             f"cassette {path} is nested too deeply (expected {EXPECTED_SHAPES})"
@@ -115,6 +122,29 @@ def parse_cassette(text: str, path: Path) -> dict[str, Any]:
     for index, interaction in enumerate(data["interactions"]):
         _normalize(interaction, index, path)
     return {"version": 1, "interactions": data["interactions"]}
+
+
+@functools.cache
+def _loaders() -> tuple[Any, Any]:
+    """``(libyaml, pure-Python)`` safe loaders that also construct the plain ``!!python/``
+    tags vcrpy writes for strings and tuples (nothing that could build an object)."""
+    import yaml
+
+    def python_str(loader: Any, node: Any) -> Any:
+        return loader.construct_scalar(node)
+
+    def python_tuple(loader: Any, node: Any) -> Any:
+        return tuple(loader.construct_sequence(node))
+
+    def make(base: Any) -> Any:
+        cls: Any = type(f"Cassette{base.__name__}", (base,), {})
+        cls.add_constructor("tag:yaml.org,2002:python/str", python_str)
+        cls.add_constructor("tag:yaml.org,2002:python/unicode", python_str)
+        cls.add_constructor("tag:yaml.org,2002:python/tuple", python_tuple)
+        return cls
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    return (make(fast) if fast is not None else None), make(yaml.SafeLoader)
 
 
 def _normalize(interaction: Any, index: int, path: Path) -> None:
@@ -260,13 +290,22 @@ def load_interactions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
     The one cassette loader: the session, the emulator and the tools all read files through it.
     """
+    from ..safeyaml import MAX_FILE_BYTES
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise CassetteError(f"cassette {path} not found") from None
     except IsADirectoryError:
         raise CassetteError(f"cassette {path} is a directory, not a file") from None
+    except OSError as exc:
+        raise CassetteError(f"cassette {path} cannot be read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise CassetteError(f"cassette {path} is larger than {MAX_FILE_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise CassetteError(f"cassette {path} is not UTF-8 text") from None
     return list(parse_cassette(text, path)["interactions"])

@@ -13,13 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..safeyaml import MAX_FILE_BYTES
 from .checks import check, scenario_root
 from .model import Scenario
 from .problems import Problem, ScenarioError, dotted, pos, positioned, validation_problems
 from .yamlread import YamlProblem, decode, duplicate_keys, read
-
-MAX_FILE_BYTES = 64 * 1024 * 1024
-"""A scenario file larger than this is refused before it is read."""
 
 
 def load_scenario(
