@@ -34,7 +34,7 @@ from .loop import (
 from .providers.base import Context, MessageBuilder, Provider, StreamOptions
 from .registry import Registry, agentic_function, default_registry, function
 from .runs import PollPoint, RunInfo
-from .runtime import DecisionError, ProviderError, RunRecord, Runtime
+from .runtime import DecisionError, NestingTooDeep, ProviderError, RunRecord, Runtime
 from .tools import AgentTool, ToolError, ToolResult, as_agent_tool
 from .types import (
     AssistantMessage,
@@ -76,6 +76,7 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "NestingTooDeep",
     "PollPoint",
     "Provider",
     "ProviderError",

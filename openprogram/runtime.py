@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -61,6 +62,32 @@ from .types import Message, UserMessage, user_messages
 
 DEFAULT_MAX_DEPTH = 5
 
+STACK_RESERVE = 150
+"""Interpreter frames a nested ``exec`` must have left under the recursion limit to start: one
+level of a run (the loop, a model call through an SDK adapter, a tool call, the event hooks)
+takes about 40, and the rest is room for the program's own code."""
+
+
+class NestingTooDeep(BaseException):
+    """A nested ``exec`` the interpreter's stack cannot hold: ``max_depth`` allows it, but fewer
+    than ``STACK_RESERVE`` frames are left under ``sys.getrecursionlimit()``.  Started anyway,
+    the run would hit ``RecursionError`` somewhere inside (a model call, a tool call) and have
+    it fed back to the model as an ordinary error while every run went on.  A ``BaseException``
+    (like ``KeyboardInterrupt``), so that a tool answering every ``Exception`` cannot swallow
+    it: every run up to the caller of the outermost ``exec`` ends ``aborted`` and re-raises
+    it.  Carries the ``depth`` reached, ``max_depth`` and the ``recursion_limit``."""
+
+    def __init__(self, depth: int, max_depth: int, recursion_limit: int) -> None:
+        self.depth = depth
+        self.max_depth = max_depth
+        self.recursion_limit = recursion_limit
+        super().__init__(
+            f"Runtime.exec nesting reached depth {depth} of max_depth={max_depth}, and the "
+            f"interpreter's recursion limit ({recursion_limit}) leaves no room for another "
+            "level: lower max_depth, or raise the limit with sys.setrecursionlimit"
+        )
+
+
 RunObserver = Callable[[RunInfo, AgentEvent], Any]
 """Receives every event of every run with the run's ``RunInfo``; may be async (awaited)."""
 
@@ -72,6 +99,17 @@ _current_depth: ContextVar[int] = ContextVar("openprogram_exec_depth", default=0
 _current_cancel: ContextVar[CancelToken | None] = ContextVar(
     "openprogram_exec_cancel", default=None
 )
+
+
+def _stack_depth() -> int:
+    """Frames on this thread's stack (what the recursion limit counts): walked once per nested
+    ``exec``, a few dozen frames per level."""
+    frame = sys._getframe()
+    count = 0
+    while frame is not None:
+        count += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return count
 
 
 class _RunState:
@@ -296,6 +334,8 @@ class Runtime:
                 "already running: an @agentic_function probably calls runtime.exec without end "
                 "(raise max_depth= on the Runtime if the nesting is intended)"
             )
+        if depth and _stack_depth() + STACK_RESERVE > sys.getrecursionlimit():
+            raise NestingTooDeep(depth, self.max_depth, sys.getrecursionlimit())
         _check_content(content)
         menu = self._resolve_menu(tools, toolset, tools_source, tools_allow, tools_deny)
         names = [t.name for t in menu]
@@ -534,7 +574,9 @@ def _check_content(content: Any) -> None:
 __all__ = [
     "CHOOSE_TOOL",
     "DEFAULT_MAX_DEPTH",
+    "STACK_RESERVE",
     "DecisionError",
+    "NestingTooDeep",
     "ProviderError",
     "RunObserver",
     "RunRecord",
