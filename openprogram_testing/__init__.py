@@ -62,6 +62,10 @@ if TYPE_CHECKING:
     from .trace import render_timeline as render_timeline
     from .trace import run_loop as run_loop
     from .trace import run_loop_sync as run_loop_sync
+    from .trajectory import Approx as Approx
+    from .trajectory import Matches as Matches
+    from .trajectory import TrajectoryMismatch as TrajectoryMismatch
+    from .trajectory import assert_trajectory as assert_trajectory
     from .tree import TraceTree as TraceTree
     from .tree import run_exec as run_exec
     from .tree import run_exec_sync as run_exec_sync
@@ -113,6 +117,10 @@ _EXPORTS: dict[str, str] = {
     "render_timeline": "trace",
     "run_loop": "trace",
     "run_loop_sync": "trace",
+    "Approx": "trajectory",
+    "Matches": "trajectory",
+    "TrajectoryMismatch": "trajectory",
+    "assert_trajectory": "trajectory",
     "TraceTree": "tree",
     "run_exec": "tree",
     "run_exec_sync": "tree",

@@ -93,6 +93,8 @@ def check_expectations(
         tokens = event_tokens(trace)
         if tokens != exp.events:
             out.append("expect.events: the event order differs\n" + _diff(exp.events, tokens))
+    if exp.trajectory is not None:
+        out.extend(_check_trajectory(exp.trajectory, trace))
     if exp.request_roles is not None:
         requests = trace.requests
         if requests is None:
@@ -102,6 +104,16 @@ def check_expectations(
             if got_roles != exp.request_roles:
                 out.append(f"expect.request_roles: expected {exp.request_roles}, got {got_roles}")
     return out
+
+
+def _check_trajectory(spec: Any, trace: Any) -> list[str]:
+    from ..trajectory import trajectory_mismatch
+
+    try:
+        failure = trajectory_mismatch(trace, spec.expected(), mode=spec.mode, args=spec.args)
+    except ValueError as exc:  # a regex past its time limit
+        return [f"expect.trajectory: {exc}"]
+    return [] if failure is None else [f"expect.trajectory: {failure.reason}"]
 
 
 def _check_tool_results(

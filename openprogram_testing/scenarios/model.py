@@ -24,6 +24,7 @@ from pydantic import (
 from openprogram.providers.wire import WireAPI
 
 from .events import parse_event_token
+from .expect_models import TrajectoryExpect
 
 SCHEMA_VERSION = 1
 
@@ -406,6 +407,8 @@ class Expectations(_Strict):
     events: list[EventToken] | None = None
     request_roles: list[list[Literal["user", "assistant", "toolResult"]]] | None = None
     snapshot: bool = False
+    trajectory: TrajectoryExpect | None = None
+    """The tool calls the model made (see ``expect_models.TrajectoryExpect``)."""
 
 
 # -- the scenario -----------------------------------------------------------------------------
@@ -512,5 +515,6 @@ MODEL_NAMES = {
     "RaiseSpec": "a mapping with 'message' and 'type'",
     "FunctionChoice": "a mapping {type: function, name: ...}",
     "CallPosition": "a mapping {round, index}",
+    "TrajectoryCall": "a mapping {name, args}",
 }
 """Model names pydantic uses as union-branch tags, and how a message names them."""

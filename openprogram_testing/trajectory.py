@@ -1,0 +1,687 @@
+"""Trajectory assertions: did the run call the right tools, with the right arguments?
+
+``assert_tool_results`` looks at what the tools returned; a regression in an agent is usually
+in what the *model* chose: a tool it no longer calls, one it calls twice, arguments that
+drifted.  ``assert_trajectory`` compares the tool calls a run made with the calls a test
+expects, in one of four modes, and compares arguments exactly, not at all, by the listed keys,
+or with a matcher per tool or per value::
+
+    assert_trajectory(trace, ["search_flights", {"name": "book_flight", "args": {"seats": 2}}],
+                      mode="strict", args="subset")
+
+The mode names say what ``expected`` is to the run: ``strict`` (the same calls in the same
+order), ``unordered`` (the same calls in any order), ``subset`` (``expected`` is a subset of
+the run: it made at least these) and ``superset`` (``expected`` is a superset of the run: it
+made nothing else).  Calls are paired one to one (a maximum bipartite matching, so an early
+loose entry never steals the only call a later strict entry fits), and a failure is a
+``TrajectoryMismatch`` naming the first missing, extra or out-of-order call and the argument
+path that differs, then the run's timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from .invariants import timeline_text
+from .trace import LoopTrace
+
+if TYPE_CHECKING:
+    from .tree import TraceTree
+
+Mode: TypeAlias = Literal["strict", "unordered", "subset", "superset"]
+ArgMode: TypeAlias = Literal["exact", "ignore", "subset"]
+ArgCheck: TypeAlias = "ArgMode | Callable[[Mapping[str, Any], Mapping[str, Any]], bool]"
+"""How one tool's arguments are compared: a mode, or ``check(expected_args, actual_args)``."""
+
+MODES: tuple[str, ...] = ("strict", "unordered", "subset", "superset")
+ARG_MODES: tuple[str, ...] = ("exact", "ignore", "subset")
+MismatchKind: TypeAlias = Literal["missing", "extra", "order", "arguments"]
+
+
+# -- the two sides -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MadeCall:
+    """One tool call of the run: its position (0-based over the calls compared), the model's
+    ``name`` and ``arguments`` (``raw_arguments`` when they were not JSON) and ``lane``, the
+    tool path of the run that made it (``()`` for the outer run)."""
+
+    index: int
+    name: str
+    arguments: Mapping[str, Any]
+    raw_arguments: str | None
+    id: str
+    lane: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        where = f" in run {'/'.join(self.lane)}" if self.lane else ""
+        if self.raw_arguments is not None:
+            shown = f"non-JSON arguments {_clip(self.raw_arguments)!r}"
+        else:
+            shown = _clip(_json(self.arguments))
+        return f"call {self.index} {self.name} {shown} ({self.id}{where})"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedCall:
+    """One entry of ``expected``: a tool name, and the arguments to compare (``None``: the name
+    alone is checked), either a mapping (values may be matchers) or ``check(actual_args)``."""
+
+    index: int
+    name: str
+    args: Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None = None
+
+    def describe(self) -> str:
+        if self.args is None:
+            return f"{self.name} (any arguments)"
+        if callable(self.args):
+            return f"{self.name} (arguments checked by {_callable_name(self.args)})"
+        return f"{self.name} {_clip(_json(self.args))}"
+
+
+class TrajectoryMismatch(AssertionError):
+    """The run's tool calls are not the expected ones.  Carries the facts: ``kind`` (missing,
+    extra, order, arguments), the ``expected`` entry and the ``made`` call concerned (either may
+    be ``None``), ``arg_path`` (``args.passengers[0].name``) when an argument differs, the
+    ``mode``, and ``reason``: the one line the message starts with."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        kind: MismatchKind,
+        mode: str,
+        expected: ExpectedCall | None,
+        made: MadeCall | None,
+        arg_path: str | None,
+        timeline: str,
+    ) -> None:
+        super().__init__(f"{reason}\n\nrun timeline:\n{timeline}")
+        self.reason = reason
+        self.kind = kind
+        self.mode = mode
+        self.expected = expected
+        self.made = made
+        self.arg_path = arg_path
+        self.timeline_shown = True  # the plugin prints the timeline only once
+
+
+# -- argument matching ---------------------------------------------------------------------------
+
+
+class Approx:
+    """A number within ``abs`` (absolute) or ``rel`` (relative) of ``value``; YAML:
+    ``{$approx: 100, $abs: 5}``.  Booleans and non-numbers never match."""
+
+    __slots__ = ("abs", "rel", "value")
+
+    def __init__(self, value: float, *, abs: float = 0.0, rel: float = 0.0) -> None:
+        if not all(_is_number(v) for v in (value, abs, rel)) or abs < 0 or rel < 0:
+            raise ValueError(f"approx needs numbers and tolerances >= 0, got {value!r}")
+        self.value, self.abs, self.rel = float(value), float(abs), float(rel)
+
+    def __call__(self, actual: Any) -> bool:
+        if not _is_number(actual):
+            return False
+        try:
+            got = float(actual)
+        except OverflowError:  # an int too large for a float is near no finite value
+            return False
+        tolerance = max(self.abs, self.rel * abs(self.value))
+        return math.isfinite(got) and abs(got - self.value) <= tolerance
+
+    def __repr__(self) -> str:
+        return f"approx({self.value:g}, abs={self.abs:g}, rel={self.rel:g})"
+
+
+class Matches:
+    """A string the regular expression ``pattern`` finds a match in (``search``); YAML:
+    ``{$regex: "^Os"}``.  A pattern given as text runs on the ``regex`` engine when it is
+    installed, stopped after ``MATCH_TIME_LIMIT_S`` (a pattern that backtracks without end is
+    an error naming it, not a hung test); a compiled ``re.Pattern`` runs as it is."""
+
+    __slots__ = ("pattern", "text")
+
+    def __init__(self, pattern: str | re.Pattern[str]) -> None:
+        self.text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+        try:
+            if isinstance(pattern, re.Pattern):
+                self.pattern: Any = pattern
+            else:
+                self.pattern = _engine().compile(pattern)
+        except Exception as exc:  # re.error, regex.error, TypeError: all a bad pattern
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+    def __call__(self, actual: Any) -> bool:
+        if not isinstance(actual, str):
+            return False
+        if isinstance(self.pattern, re.Pattern):
+            return self.pattern.search(actual) is not None
+        try:
+            return self.pattern.search(actual, timeout=MATCH_TIME_LIMIT_S) is not None
+        except TimeoutError:
+            raise ValueError(
+                f"the regular expression {self.text!r} did not finish within "
+                f"{MATCH_TIME_LIMIT_S:g} s (catastrophic backtracking?); simplify it"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"matches({self.text!r})"
+
+
+MATCH_TIME_LIMIT_S = 5.0
+"""How long one ``Matches`` search may take on the ``regex`` engine."""
+
+
+def _engine() -> Any:
+    try:
+        import regex
+    except ImportError:  # the harness without its testing extra: the standard engine
+        return re
+    return regex
+
+
+def value_matcher(value: Any) -> Any:
+    """``value`` as it is compared: the YAML matcher forms (``{$regex: ...}``, ``{$approx: ...,
+    $abs: ..., $rel: ...}``) become matchers, a compiled pattern becomes ``Matches``, and
+    mappings and lists are converted inside; anything else is compared with ``==`` (so
+    ``pytest.approx`` works too) or, if callable, called with the actual value."""
+    if isinstance(value, re.Pattern):
+        return Matches(value)
+    if isinstance(value, Mapping):
+        keys = set(value)
+        if keys == {"$regex"}:
+            return Matches(value["$regex"])
+        if "$approx" in keys and keys <= {"$approx", "$abs", "$rel"}:
+            return Approx(value["$approx"], abs=value.get("$abs", 0.0), rel=value.get("$rel", 0.0))
+        return {k: value_matcher(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [value_matcher(v) for v in value]
+    return value
+
+
+def value_difference(want: Any, got: Any, path: str) -> str | None:
+    """The first place ``got`` does not fit ``want`` (``path: expected ..., got ...``), else
+    ``None``.  Mappings need the same keys, lists the same length."""
+    if isinstance(want, Approx | Matches) or (callable(want) and not isinstance(want, type)):
+        return None if want(got) else f"{path}: {got!r} does not fit {_callable_name(want)}"
+    if isinstance(want, Mapping):
+        if not isinstance(got, Mapping):
+            return f"{path}: expected an object, got {_clip(_json(got))}"
+        for key in want:
+            if key not in got:
+                return f"{path}.{key}: missing (expected {_clip(_json(want[key]))})"
+            found = value_difference(want[key], got[key], f"{path}.{key}")
+            if found:
+                return found
+        extra = [k for k in got if k not in want]
+        return (
+            f"{path}.{extra[0]}: not expected (got {_clip(_json(got[extra[0]]))})"
+            if extra
+            else None
+        )
+    if isinstance(want, list):
+        if not isinstance(got, list):
+            return f"{path}: expected a list, got {_clip(_json(got))}"
+        for i, (w, g) in enumerate(zip(want, got, strict=False)):
+            found = value_difference(w, g, f"{path}[{i}]")
+            if found:
+                return found
+        if len(want) != len(got):
+            return f"{path}: expected {len(want)} item(s), got {len(got)}"
+        return None
+    if isinstance(want, bool) != isinstance(got, bool) or not want == got:
+        return f"{path}: expected {_clip(_json(want))}, got {_clip(_json(got))}"
+    return None
+
+
+def arguments_difference(expected: ExpectedCall, made: MadeCall, check: ArgCheck) -> str | None:
+    """Why ``made``'s arguments do not fit ``expected`` under ``check``, else ``None``.  Non-JSON
+    arguments fit nothing but ``ignore``: the tool never ran with them."""
+    if expected.args is None or check == "ignore":
+        return None
+    if made.raw_arguments is not None:
+        return f"args: the model's arguments were not JSON: {_clip(made.raw_arguments)!r}"
+    if callable(expected.args):
+        ok = _call_check(expected.args, made.arguments)
+        return None if ok else f"args: rejected by {_callable_name(expected.args)}"
+    if callable(check):
+        ok = _call_check(check, expected.args, made.arguments)
+        return None if ok else f"args: rejected by {_callable_name(check)}"
+    want = value_matcher(expected.args)
+    if check == "subset":
+        for key, value in want.items():
+            if key not in made.arguments:
+                return f"args.{key}: missing (expected {_clip(_json(value))})"
+            found = value_difference(value, made.arguments[key], f"args.{key}")
+            if found:
+                return found
+        return None
+    return value_difference(want, dict(made.arguments), "args")
+
+
+def _call_check(check: Callable[..., Any], *values: Any) -> bool:
+    try:
+        return bool(check(*values))
+    except Exception as exc:  # a check that raises is a failed check, named in the message
+        raise ValueError(f"argument check {_callable_name(check)} raised {exc!r}") from exc
+
+
+# -- reading both sides ----------------------------------------------------------------------
+
+
+def made_calls(
+    subject: LoopTrace | TraceTree, *, run: str | Sequence[str] | None = None, nested: bool = False
+) -> list[MadeCall]:
+    """The tool calls of a trace, or of a tree's run at ``run``; with ``nested=True`` the calls
+    of the runs nested in it too, each right after the call that started its run."""
+    from .tree import TraceTree
+
+    if isinstance(subject, LoopTrace):
+        if run:
+            raise TypeError("run= addresses a nested run of a TraceTree (run_exec / exec_runner)")
+        return [_made(i, c, ()) for i, c in enumerate(subject.tool_calls)]
+    if not isinstance(subject, TraceTree):
+        raise TypeError(f"expected a LoopTrace or a TraceTree, got {type(subject).__name__}")
+    try:
+        node = subject[run] if run else subject
+    except KeyError as exc:  # a wrong path is the test's failure, shown with the tree
+        raise AssertionError(f"{exc.args[0]}\n\nrun timeline:\n{timeline_text(subject)}") from None
+    out: list[MadeCall] = []
+    stack: list[tuple[TraceTree, int]] = [(node, 0)]
+    pending: dict[int, list[Any]] = {}
+    # Depth first without recursion (a deep tree must not hit the recursion limit): each frame
+    # is a run and the position of its next call.
+    while stack:
+        tree, at = stack.pop()
+        calls = pending.setdefault(id(tree), tree.trace.tool_calls)
+        if at >= len(calls):
+            continue
+        call = calls[at]
+        out.append(_made(len(out), call, tree.path))
+        stack.append((tree, at + 1))
+        if nested:
+            started = [c for c in tree.children if c.tool_call_id == call.id]
+            stack.extend((c, 0) for c in reversed(started))
+    return out
+
+
+def _made(index: int, call: Any, lane: tuple[str, ...]) -> MadeCall:
+    return MadeCall(index, call.name, call.arguments, call.raw_arguments, call.id, lane)
+
+
+def expected_calls(expected: Sequence[Any]) -> list[ExpectedCall]:
+    """``expected`` as entries: a tool name, a ``(name, args)`` pair, or a mapping with
+    ``name`` and optional ``args``.  Anything else is a ``ValueError`` naming the entry."""
+    if isinstance(expected, str | bytes | Mapping):
+        raise TypeError("expected is a list of calls (tool names or {name, args} mappings)")
+    out: list[ExpectedCall] = []
+    for k, entry in enumerate(expected):
+        if isinstance(entry, str):
+            out.append(ExpectedCall(k, entry))
+        elif isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str):
+            out.append(ExpectedCall(k, entry[0], _args(k, entry[1])))
+        elif hasattr(entry, "name") and isinstance(getattr(entry, "arguments", None), Mapping):
+            out.append(ExpectedCall(k, entry.name, entry.arguments))  # a ToolCall or MadeCall
+        elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            unknown = set(entry) - {"name", "args"}
+            if unknown:
+                raise ValueError(f"expected[{k}]: unknown key(s) {sorted(unknown)}; use name, args")
+            out.append(ExpectedCall(k, entry["name"], _args(k, entry.get("args"))))
+        else:
+            raise ValueError(
+                f"expected[{k}] must be a tool name, (name, args) or {{name, args}}, got {entry!r}"
+            )
+    return out
+
+
+def _args(k: int, args: Any) -> Any:
+    if args is None or callable(args) or isinstance(args, Mapping):
+        if isinstance(args, Mapping):
+            value_matcher(args)  # a bad regex or tolerance fails here, naming the entry
+        return args
+    raise ValueError(f"expected[{k}].args must be a mapping or a callable, got {args!r}")
+
+
+# -- pairing -----------------------------------------------------------------------------------
+
+
+class _Pairing:
+    """Which made call each expected entry is paired with: a maximum bipartite matching over
+    the entries and calls that fit (same name, arguments fit).  Exact plain entries are looked
+    up by their arguments' JSON; the rest are tried against the calls of their name only, so
+    thousands of calls stay fast; augmenting paths (Kuhn) fix what the greedy first pass got
+    wrong."""
+
+    def __init__(
+        self, expected: list[ExpectedCall], made: list[MadeCall], checks: Any, stop_early: bool
+    ) -> None:
+        self.expected, self.made, self.checks = expected, made, checks
+        self.by_name: dict[str, list[int]] = {}
+        for call in made:
+            self.by_name.setdefault(call.name, []).append(call.index)
+        self.fits: dict[tuple[int, int], bool] = {}
+        self.of_expected: dict[int, int] = {}
+        self.of_made: dict[int, int] = {}
+        self._greedy()
+        for e in range(len(expected)):
+            if e not in self.of_expected and not self._augment(e) and stop_early:
+                break  # the verdict is known: this entry has no call
+
+    def fit(self, e: int, m: int) -> bool:
+        key = (e, m)
+        found = self.fits.get(key)
+        if found is None:
+            want = self.expected[e]
+            found = self.fits[key] = (
+                arguments_difference(want, self.made[m], self.checks(want.name)) is None
+            )
+        return found
+
+    def _greedy(self) -> None:
+        buckets: dict[tuple[str, str], list[int]] = {}
+        for call in reversed(self.made):
+            if call.raw_arguments is None:
+                buckets.setdefault((call.name, _key(call.arguments)), []).append(call.index)
+        cursor: dict[str, int] = {}
+        for want in self.expected:
+            plain = isinstance(want.args, Mapping) and self.checks(want.name) == "exact"
+            if plain and _is_plain(want.args):
+                bucket = buckets.get((want.name, _key(want.args)), [])
+                while bucket and bucket[-1] in self.of_made:
+                    bucket.pop()
+                if bucket:
+                    self._pair(want.index, bucket.pop())
+                continue
+            candidates = self.by_name.get(want.name, [])
+            start = cursor.get(want.name, 0) if want.args is None else 0
+            for pos in range(start, len(candidates)):
+                m = candidates[pos]
+                if m not in self.of_made and self.fit(want.index, m):
+                    self._pair(want.index, m)
+                    if want.args is None:
+                        cursor[want.name] = pos + 1
+                    break
+
+    def _pair(self, e: int, m: int) -> None:
+        self.of_expected[e] = m
+        self.of_made[m] = e
+
+    def _augment(self, root: int) -> bool:
+        """Pair the unpaired entry ``root`` along an augmenting path (Kuhn's algorithm, depth
+        first without recursion: thousands of calls must not hit the recursion limit)."""
+        seen: set[int] = set()
+        stack: list[list[int]] = [[root, 0]]  # [entry, next candidate position]
+        taken: list[int] = []  # the call each frame but the last reached its child through
+        while stack:
+            frame = stack[-1]
+            candidates = self.by_name.get(self.expected[frame[0]].name, [])
+            deeper = False
+            while frame[1] < len(candidates):
+                m = candidates[frame[1]]
+                frame[1] += 1
+                if m in seen or not self.fit(frame[0], m):
+                    continue
+                seen.add(m)
+                taken.append(m)
+                owner = self.of_made.get(m)
+                if owner is None:
+                    for (e, _), call in zip(stack, taken, strict=True):
+                        self._pair(e, call)
+                    return True
+                stack.append([owner, 0])
+                deeper = True
+                break
+            if not deeper:
+                stack.pop()
+                if taken:
+                    taken.pop()
+        return False
+
+
+def _key(args: Any) -> str:
+    try:
+        return json.dumps(args, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return repr(args)
+
+
+def _is_plain(value: Any) -> bool:
+    """JSON data with no matcher in it (a plain entry is found by its JSON)."""
+    if isinstance(value, Mapping):
+        return (
+            set(value) not in ({"$regex"},)
+            and "$approx" not in value
+            and all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+        )
+    if isinstance(value, list):
+        return all(_is_plain(v) for v in value)
+    return (
+        value is None
+        or isinstance(value, str | int | bool)
+        or (isinstance(value, float) and math.isfinite(value))
+    )
+
+
+# -- the assertion ----------------------------------------------------------------------------
+
+
+def trajectory_mismatch(
+    subject: LoopTrace | TraceTree,
+    expected: Sequence[Any],
+    *,
+    mode: Mode = "strict",
+    args: ArgCheck | Mapping[str, ArgCheck] = "exact",
+    run: str | Sequence[str] | None = None,
+    nested: bool = False,
+) -> TrajectoryMismatch | None:
+    """What ``assert_trajectory`` would raise, or ``None`` when the trajectory fits (the
+    scenario runner reports it as a line instead of raising)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown trajectory mode {mode!r}; use one of {', '.join(MODES)}")
+    checks = _checks(args)
+    wanted = expected_calls(expected)
+    made = made_calls(subject, run=run, nested=nested)
+    found = _strict(wanted, made, checks) if mode == "strict" else None
+    if mode != "strict":
+        found = _matched(mode, wanted, made, checks)
+    if found is None:
+        return None
+    kind, want, call, path, reason = found
+    lane = subject if run is None or isinstance(subject, LoopTrace) else subject[run]
+    where = f"in run {run if isinstance(run, str) else '/'.join(run)}: " if run else ""
+    return TrajectoryMismatch(
+        f"{where}trajectory ({mode}, {len(wanted)} expected, {len(made)} made): {reason}",
+        kind=kind,
+        mode=mode,
+        expected=want,
+        made=call,
+        arg_path=path,
+        timeline=timeline_text(lane),
+    )
+
+
+def assert_trajectory(
+    subject: LoopTrace | TraceTree,
+    expected: Sequence[Any],
+    *,
+    mode: Mode = "strict",
+    args: ArgCheck | Mapping[str, ArgCheck] = "exact",
+    run: str | Sequence[str] | None = None,
+    nested: bool = False,
+) -> None:
+    """The tool calls of the run (a ``LoopTrace``, a ``TraceTree``'s outer run, or with ``run=``
+    its nested run at that path; ``nested=True`` adds the calls of the runs nested inside) fit
+    ``expected`` in ``mode`` (strict, unordered, subset, superset).  ``args`` compares
+    arguments: ``exact``, ``ignore``, ``subset`` (the listed keys), or per tool name a mode or
+    ``check(expected_args, actual_args) -> bool``.  An entry without ``args`` checks the name
+    alone.  Raises ``TrajectoryMismatch``."""
+    __tracebackhide__ = True
+    failure = trajectory_mismatch(subject, expected, mode=mode, args=args, run=run, nested=nested)
+    if failure is not None:
+        raise failure
+
+
+Found: TypeAlias = tuple[MismatchKind, ExpectedCall | None, MadeCall | None, str | None, str]
+
+
+def _checks(args: Any) -> Callable[[str], ArgCheck]:
+    def valid(check: Any, where: str) -> ArgCheck:
+        if callable(check) or check in ARG_MODES:
+            return check  # type: ignore[no-any-return]
+        raise ValueError(f"{where}: use one of {', '.join(ARG_MODES)} or a callable, got {check!r}")
+
+    if isinstance(args, Mapping):
+        per_tool = {name: valid(check, f"args[{name!r}]") for name, check in args.items()}
+        default = per_tool.pop("*", "exact")
+        return lambda name: per_tool.get(name, default)
+    single = valid(args, "args")
+    return lambda name: single
+
+
+def _strict(
+    expected: list[ExpectedCall], made: list[MadeCall], checks: Callable[[str], ArgCheck]
+) -> Found | None:
+    def fits(e: ExpectedCall, m: MadeCall) -> bool:
+        return e.name == m.name and arguments_difference(e, m, checks(e.name)) is None
+
+    for i in range(max(len(expected), len(made))):
+        if i >= len(made):
+            want = expected[i]
+            return (
+                "missing",
+                want,
+                None,
+                None,
+                f"missing {want.describe()} at call {i}: the run made only {len(made)} call(s)",
+            )
+        if i >= len(expected):
+            return ("extra", None, made[i], None, f"extra {made[i].describe()}: not expected")
+        want, call = expected[i], made[i]
+        if fits(want, call):
+            continue
+        if want.name == call.name:
+            path = arguments_difference(want, call, checks(want.name))
+            return ("arguments", want, call, _path(path), f"{call.describe()}: {path}")
+        if not any(fits(e, call) for e in expected[i:]):
+            return (
+                "extra",
+                want,
+                call,
+                None,
+                f"extra {call.describe()}: expected {want.describe()} at call {i}",
+            )
+        later = next((m for m in made[i + 1 :] if fits(want, m)), None)
+        if later is None:
+            return (
+                "missing",
+                want,
+                call,
+                None,
+                f"missing {want.describe()} at call {i}: the run made {call.describe()} instead",
+            )
+        return (
+            "order",
+            want,
+            call,
+            None,
+            f"out of order: expected {want.describe()} at call "
+            f"{i}, the run made it later as call {later.index}; at call {i} it made "
+            f"{call.describe()}",
+        )
+    return None
+
+
+def _matched(
+    mode: str, expected: list[ExpectedCall], made: list[MadeCall], checks: Any
+) -> Found | None:
+    pairing = _Pairing(expected, made, checks, stop_early=mode != "superset")
+    if mode in ("unordered", "subset"):
+        for want in expected:
+            if want.index in pairing.of_expected:
+                continue
+            same = [m for m in made if m.name == want.name and m.index not in pairing.of_made]
+            if same:
+                path = arguments_difference(want, same[0], checks(want.name))
+                return (
+                    "arguments",
+                    want,
+                    same[0],
+                    _path(path),
+                    f"missing {want.describe()} "
+                    f"(expected[{want.index}]): the nearest, {same[0].describe()}, differs "
+                    f"at {path}",
+                )
+            return (
+                "missing",
+                want,
+                None,
+                None,
+                f"missing {want.describe()} (expected[{want.index}]): the run made no "
+                f"{'other ' if want.name in pairing.by_name else ''}call of {want.name}",
+            )
+    if mode in ("unordered", "superset"):
+        for call in made:
+            if call.index not in pairing.of_made:
+                return (
+                    "extra",
+                    None,
+                    call,
+                    None,
+                    f"extra {call.describe()}: not expected"
+                    + (
+                        " (no entry left for it)"
+                        if any(e.name == call.name for e in expected)
+                        else ""
+                    ),
+                )
+    return None
+
+
+def _path(difference: str | None) -> str | None:
+    return difference.split(":", 1)[0] if difference else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _callable_name(check: Any) -> str:
+    if isinstance(check, Approx | Matches):
+        return repr(check)
+    return getattr(check, "__qualname__", None) or repr(check)
+
+
+__all__ = [
+    "ARG_MODES",
+    "MODES",
+    "Approx",
+    "ExpectedCall",
+    "MadeCall",
+    "Matches",
+    "TrajectoryMismatch",
+    "arguments_difference",
+    "assert_trajectory",
+    "expected_calls",
+    "made_calls",
+    "trajectory_mismatch",
+    "value_difference",
+    "value_matcher",
+]
