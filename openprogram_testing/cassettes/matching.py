@@ -3,7 +3,8 @@
 A request matches a recorded one on **method + host + path** (paths compared percent-decoded:
 botocore sends ``nova-micro-v1%3A0`` where the Anthropic SDK's Bedrock client sends ``:``), and
 with ``match_body=True`` also on the **JSON body** (compared parsed, so key order and spacing do
-not matter; bytes when either side is not JSON).  Headers and the query string are never
+not matter; bytes when either side is not JSON; Gemini bodies in one spelling, as the API reads
+``function_call`` and ``functionCall`` alike).  Headers and the query string are never
 compared: they carry what changes on every request without changing its meaning (AWS SigV4
 re-signs ``Authorization``, ``X-Amz-Date``, ``X-Amz-Security-Token``, ``amz-sdk-invocation-id``
 and ``amz-sdk-request`` each time; SDKs add retry counters, user agents and idempotency keys;
@@ -18,6 +19,9 @@ from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import unquote
 
+from ..wire import FORMATS, route
+from ..wire.gemini import camel_keys
+
 __all__ = [
     "MISSING",
     "ROUTE_MATCHERS",
@@ -27,6 +31,7 @@ __all__ = [
     "method_matches",
     "parse_json",
     "path_matches",
+    "request_json",
     "requests_match",
     "show",
 ]
@@ -117,6 +122,17 @@ def parse_json(body: Any) -> Any:
         return MISSING
 
 
+def request_json(request: Any) -> Any:
+    """A request's body as parsed JSON (:data:`MISSING` when not JSON) in one spelling per
+    API: Gemini field names in camelCase (proto3 JSON accepts snake_case too, and clients
+    differ in which they send)."""
+    value = parse_json(request.body)
+    found = route(unquote(str(request.path or "")))
+    if value is not MISSING and found is not None and found.wire is FORMATS["gemini"]:
+        return camel_keys(value)
+    return value
+
+
 # vcrpy matchers: each raises AssertionError saying what differs, or returns None.
 
 
@@ -137,7 +153,7 @@ def path_matches(r1: Any, r2: Any) -> None:
 
 def body_matches(r1: Any, r2: Any) -> None:
     """Bodies equal as parsed JSON (bytes when either side is not JSON)."""
-    a, b = parse_json(r1.body), parse_json(r2.body)
+    a, b = request_json(r1), request_json(r2)
     if a is MISSING or b is MISSING:
         if (r1.body or b"") != (r2.body or b""):
             raise AssertionError("bodies differ")

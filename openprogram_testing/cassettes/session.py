@@ -42,7 +42,7 @@ from .matching import (
     ROUTE_MATCHERS,
     body_matches,
     first_json_difference,
-    parse_json,
+    request_json,
     requests_match,
     show,
 )
@@ -384,7 +384,7 @@ class CassetteSession:
         if unplayed and self.match_body:
             index = unplayed[0]
             stored = cassette.data[index][0]
-            a, b = parse_json(stored.body), parse_json(request.body)
+            a, b = request_json(stored), request_json(request)
             if a is not MISSING and b is not MISSING:
                 found = first_json_difference(a, b)
                 if found:

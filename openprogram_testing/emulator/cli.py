@@ -34,7 +34,10 @@ def serve(
     cassette: str | None = None,
 ) -> ProviderEmulator:
     """Run an emulator in the foreground until ``stop_event`` is set or Ctrl-C; ``on_ready``
-    gets the started emulator (its URLs).  Returns the stopped emulator (its ``requests``)."""
+    gets the started emulator (its URLs).  ``fallback`` answers requests past the script;
+    ``None`` means none does (each gets the strict emulator's HTTP 500 naming it, not an
+    echo).  Returns the stopped emulator (its ``requests``)."""
+    strict = strict or fallback is None
     options: dict[str, Any] = {"strict": strict, "fallback": fallback, "host": host, "port": port}
     emulator = (
         ProviderEmulator.from_cassette(cassette, **options)

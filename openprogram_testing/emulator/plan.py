@@ -264,6 +264,7 @@ def render_plan(
         return _timing(Plan(kind="drop"), faults)
     headers = {wire.request_id_header: ctx.request_id}
     if not stream:
+        headers.update(wire.body_headers(turn))
         body = wire.body(turn, ctx)
         data = dumps([body] if json_array else body).encode()
         return _json_faults(Plan(headers=headers, body=data), faults)

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
+import pydantic_core
+
 from openprogram.providers.base import ToolChoice, parse_arguments
 from openprogram.providers.wire import WireAPI
 from openprogram.types import (
@@ -66,6 +68,12 @@ class CallPart:
     id_given: bool = True
     """The id was scripted, not made up (Gemini sends ids only then, like its 2.x models)."""
 
+    @property
+    def malformed(self) -> bool:
+        """The scripted argument text is not a JSON object (``call(..., raw=...)``): each API
+        signals such a call its own way (see :func:`arguments_object`)."""
+        return not parse_arguments(self.arguments)[1]
+
 
 Part: TypeAlias = TextPart | ThinkingPart | CallPart
 Ending: TypeAlias = Literal["done", "error", "cut", "drop"]
@@ -84,6 +92,11 @@ class WireTurn:
     error: str | None = None
     error_status: int = 500
     retry_after_s: float | None = None
+
+    @property
+    def malformed_call(self) -> CallPart | None:
+        """The first call whose scripted arguments are not a JSON object, if any."""
+        return next((p for p in self.parts if isinstance(p, CallPart) and p.malformed), None)
 
 
 @dataclass(slots=True)
@@ -141,6 +154,11 @@ class WireFormat:
 
     def body(self, turn: WireTurn, ctx: RenderContext) -> dict[str, Any]:
         raise NotImplementedError
+
+    def body_headers(self, turn: WireTurn) -> dict[str, str]:
+        """Headers that come with a JSON body (beside the request id): none but on APIs that
+        report usage in headers."""
+        return {}
 
     def parse(self, body: dict[str, Any]) -> ParsedRequest:
         raise NotImplementedError
@@ -286,8 +304,18 @@ def number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def arguments_object(arguments: str) -> Any:
-    """Call arguments as the JSON object APIs with structured input send (the text itself when
-    it is not valid JSON)."""
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """Call arguments as the JSON object the APIs with structured input send (Anthropic
+    ``tool_use.input``, Gemini ``functionCall.args``, Converse ``toolUse.input``): their SDKs
+    type the field as an object, so text that is not a JSON object never goes there as a
+    string.  What the server keeps of broken text is what a partial JSON parse salvages (the
+    keys completed before the break, as the Anthropic SDK makes of the same text streamed), or
+    no arguments."""
     parsed, ok = parse_arguments(arguments)
-    return parsed if ok else arguments
+    if ok:
+        return parsed
+    try:
+        salvaged = pydantic_core.from_json(arguments, allow_partial=True)
+    except (ValueError, RecursionError):
+        return {}
+    return salvaged if isinstance(salvaged, dict) else {}

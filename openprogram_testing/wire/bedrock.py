@@ -5,7 +5,10 @@ stream (``messageStart``, ``contentBlockStart`` only for tool use, ``contentBloc
 ``contentBlockStop``, ``messageStop`` with the stop reason, then ``metadata`` with usage).
 ``/model/{modelId}/invoke`` and ``/invoke-with-response-stream`` carry Anthropic Messages
 bodies; the stream wraps each Anthropic event as base64 in a ``chunk`` frame, and
-``message_stop`` carries ``amazon-bedrock-invocationMetrics``.  Errors are JSON
+``message_stop`` carries ``amazon-bedrock-invocationMetrics``; a non-streamed InvokeModel answer
+reports usage in ``x-amzn-bedrock-input-token-count`` / ``-output-token-count`` headers.  A
+scripted call whose arguments are not a JSON object ends a Converse answer with ``stopReason:
+malformed_tool_use`` (its non-streamed ``toolUse.input`` stays an object).  Errors are JSON
 ``{"message": ...}`` with the type in ``x-amzn-ErrorType``; inside a stream, an ``exception``
 message.
 """
@@ -62,6 +65,14 @@ __all__ = [
 ]
 
 STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+MALFORMED = "malformed_tool_use"
+"""Converse's stop reason for a tool call whose input is not valid JSON (the emulator answers
+it for a scripted call whose arguments are not a JSON object)."""
+
+
+def _stop_reason(turn: WireTurn) -> str:
+    return MALFORMED if turn.malformed_call is not None else STOP[turn.stop]
+
 
 ERROR_NAMES: dict[int, str] = {
     400: "ValidationException",
@@ -149,7 +160,7 @@ class BedrockConverse(WireFormat):
             return
         if turn.ending in ("cut", "drop"):
             return
-        yield Frame("messageStop", {"stopReason": STOP[turn.stop]}, terminal=True)
+        yield Frame("messageStop", {"stopReason": _stop_reason(turn)}, terminal=True)
         metadata = {"usage": self._usage(turn), "metrics": {"latencyMs": 0}}
         yield Frame("metadata", metadata, terminal=True)
 
@@ -174,7 +185,7 @@ class BedrockConverse(WireFormat):
                 content.append({"toolUse": use})
         return {
             "output": {"message": {"role": "assistant", "content": content}},
-            "stopReason": STOP[turn.stop],
+            "stopReason": _stop_reason(turn),
             "usage": self._usage(turn),
             "metrics": {"latencyMs": 0},
         }
@@ -310,6 +321,16 @@ class BedrockInvoke(Anthropic):
                 }
                 frame.data = {**frame.data, "amazon-bedrock-invocationMetrics": metrics}
             yield frame
+
+    def body_headers(self, turn: WireTurn) -> dict[str, str]:
+        """InvokeModel's usage headers (the body is the model's own, so Bedrock reports its
+        counts beside it; langchain-aws and litellm read them)."""
+        u = turn.usage
+        return {
+            "x-amzn-bedrock-input-token-count": str(u.input_tokens),
+            "x-amzn-bedrock-output-token-count": str(u.output_tokens),
+            "x-amzn-bedrock-invocation-latency": "0",
+        }
 
     def error(self, status: int, message: str | None, request_id: str, model: str) -> ErrorAnswer:
         return bedrock_error(status, message, request_id)

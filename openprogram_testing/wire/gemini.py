@@ -6,7 +6,13 @@ sentinel.  As the real API does: every chunk repeats the cumulative ``usageMetad
 one is complete), the last chunk carries ``finishReason`` (``STOP`` also when the model called
 functions), a function call arrives whole in one chunk, and calls carry an ``id`` only when the
 script gave one (Gemini 2.x sends none; see ``docs/decisions.md``).  Thinking is a part with
-``thought: true``; its signature travels as ``thoughtSignature``.
+``thought: true``; its signature travels as ``thoughtSignature``.  A turn with a call whose
+scripted arguments are not a JSON object is what Gemini sends for a broken call: one candidate
+with ``finishReason: MALFORMED_FUNCTION_CALL``, a ``finishMessage`` and no parts (Gemini never
+sends ``args`` that are not an object).
+
+Requests are read in both spellings proto3 JSON accepts (``functionCall`` and
+``function_call``; litellm sends snake_case): :func:`camel_keys` brings a body to camelCase.
 """
 
 from __future__ import annotations
@@ -47,9 +53,10 @@ from .base import (
 )
 from .sse import SSE, frame_json, with_data
 
-__all__ = ["STATUS_NAMES", "Gemini", "gemini_error", "inject_error"]
+__all__ = ["STATUS_NAMES", "Gemini", "camel_keys", "gemini_error", "inject_error"]
 
 FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "toolUse": "STOP"}
+MALFORMED = "MALFORMED_FUNCTION_CALL"
 
 STATUS_NAMES: dict[int, str] = {
     400: "INVALID_ARGUMENT",
@@ -65,6 +72,45 @@ STATUS_NAMES: dict[int, str] = {
     504: "DEADLINE_EXCEEDED",
 }
 """HTTP status → the ``google.rpc.Code`` name Gemini puts in ``error.status``."""
+
+
+_OPAQUE = frozenset(
+    {"args", "response", "parameters", "parametersJsonSchema", "responseSchema",
+     "responseJsonSchema", "labels", "metadata"}
+)  # fmt: skip
+"""Fields whose value is the user's own JSON (call arguments, tool results, JSON schemas):
+their keys are data, never respelled."""
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest) if rest else key
+
+
+def camel_keys(value: Any) -> Any:
+    """A Gemini request body with every field name in camelCase (``function_call`` →
+    ``functionCall``), as proto3 JSON reads both spellings; the values of :data:`_OPAQUE`
+    fields are kept as sent.  Iterative, so any depth works."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, list[Any] | dict[str, Any], Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, dict):
+            out: dict[str, Any] = {}
+            for k, v in item.items():
+                name = _camel(k) if isinstance(k, str) else k
+                if name in out and name != k:
+                    continue  # both spellings sent: the camelCase one wins
+                out[name] = v
+            parent[slot] = out
+            stack.extend((v, out, k) for k, v in out.items() if k not in _OPAQUE)
+        elif isinstance(item, list):
+            copy = list(item)
+            parent[slot] = copy
+            stack.extend((v, copy, i) for i, v in enumerate(item))
+        else:
+            parent[slot] = item
+    return root[0]
 
 
 def gemini_error(status: int, message: str | None, model: str) -> dict[str, Any]:
@@ -129,7 +175,22 @@ class Gemini(WireFormat):
             "responseId": f"emu{ctx.index}",
         }
 
+    def _malformed(self, turn: WireTurn, ctx: RenderContext) -> dict[str, Any] | None:
+        """The whole answer to a turn with a broken call (``None``: the turn has none)."""
+        bad = turn.malformed_call
+        if bad is None or turn.ending != "done":
+            return None
+        chunk = self._chunk(ctx, [], _usage(turn, turn.usage.output_tokens), MALFORMED)
+        candidate = chunk["candidates"][0]
+        candidate["content"] = {}
+        candidate["finishMessage"] = f"Malformed function call: {bad.name}{bad.arguments}"
+        return chunk
+
     def frames(self, turn: WireTurn, ctx: RenderContext) -> Iterator[Frame]:
+        malformed = self._malformed(turn, ctx)
+        if malformed is not None:
+            yield Frame(None, malformed, terminal=True)
+            return
         chunks = [p for part in turn.parts for p in _wire_parts(turn, part, stream=True)]
         ends = turn.ending == "done"
         if not chunks and ends:
@@ -146,12 +207,16 @@ class Gemini(WireFormat):
             yield Frame(None, error, terminal=True, exception=True)
 
     def body(self, turn: WireTurn, ctx: RenderContext) -> dict[str, Any]:
+        malformed = self._malformed(turn, ctx)
+        if malformed is not None:
+            return malformed
         parts = [p for part in turn.parts for p in _wire_parts(turn, part, stream=False)]
         usage = _usage(turn, turn.usage.output_tokens)
         return self._chunk(ctx, parts or [{"text": ""}], usage, FINISH[turn.stop])
 
     def parse(self, body: dict[str, Any]) -> ParsedRequest:
-        instruction = as_dict(body.get("systemInstruction") or body.get("system_instruction"))
+        body = camel_keys(body)
+        instruction = as_dict(body.get("systemInstruction"))
         system_text = "".join(str(p.get("text", "")) for p in dicts(instruction.get("parts")))
         messages: list[Message] = []
         for content in dicts(body.get("contents")):
