@@ -23,7 +23,6 @@ from typing import Any
 
 from openprogram.events import (
     AgentEnd,
-    AgentEvent,
     AgentStart,
     MessageEnd,
     MessageStart,
@@ -45,6 +44,7 @@ from openprogram.types import (
 )
 
 from .render import render_timeline, want_color
+from .rounds import Round, split_rounds
 from .trace import LoopTrace, run_loop_sync
 
 
@@ -101,66 +101,6 @@ class InvariantViolation(AssertionError):
         if timeline:
             text += f"\n\nrun timeline:\n{timeline}"
         super().__init__(text)
-
-
-# -- parsing a trace into rounds -----------------------------------------------------------------
-
-
-# -- parsing a trace ------------------------------------------------------------------------------
-
-
-@dataclass
-class Round:
-    index: int
-    start: int | None  # event number of its turn_start
-    end: int | None = None  # event number of its turn_end
-    end_results: list[ToolResultMessage] | None = None
-    users: list[tuple[int, UserMessage]] = field(default_factory=list)
-    assistant: tuple[int, AssistantMessage] | None = None
-    results: list[tuple[int, ToolResultMessage]] = field(default_factory=list)
-    # users delivered before the assistant message (all of them, in a well-formed trace)
-
-    @property
-    def message(self) -> AssistantMessage | None:
-        return self.assistant[1] if self.assistant else None
-
-    @property
-    def failed(self) -> bool:
-        m = self.message
-        return m is not None and m.stop_reason in ("error", "aborted")
-
-    @property
-    def calls(self) -> list[ToolCall]:
-        m = self.message
-        return m.tool_calls if m is not None and not self.failed else []
-
-
-def parse_rounds(events: Sequence[AgentEvent]) -> list[Round]:
-    rounds: list[Round] = []
-    current: Round | None = None
-    for i, e in enumerate(events):
-        if isinstance(e, TurnStart):
-            current = Round(index=len(rounds), start=i)
-            rounds.append(current)
-        elif isinstance(e, TurnEnd):
-            if current is not None:
-                current.end = i
-                current.end_results = list(e.tool_results)
-        elif isinstance(e, MessageEnd):
-            if current is None:  # messages outside any turn (invariant 2 reports it)
-                current = Round(index=len(rounds), start=None)
-                rounds.append(current)
-            m = e.message
-            if isinstance(m, UserMessage):
-                current.users.append((i, m))
-            elif isinstance(m, AssistantMessage):
-                if current.assistant is not None:  # a second model call without turn_start
-                    current = Round(index=len(rounds), start=None)
-                    rounds.append(current)
-                current.assistant = (i, m)
-            elif isinstance(m, ToolResultMessage):
-                current.results.append((i, m))
-    return rounds
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -348,7 +288,7 @@ def every_call_answered_in_order(
 ) -> list[Violation]:
     """Each call of a non-error assistant message gets exactly one result, in call order,
     before the next assistant message; ``turn_end`` lists the round's results."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
+    rounds = split_rounds(trace) if rounds is None else rounds
     broken = _Broken(4)
     outstanding: list[ToolCall] = []
     owner = -1
@@ -394,16 +334,16 @@ def every_call_answered_in_order(
             else:
                 outstanding.pop(0)
     for r in rounds:
-        if r.end is None or r.end_results is None or r.assistant is None:
+        if r.turn_end is None or r.end_results is None or r.reply is None:
             continue
-        got = [m for _, m in r.results]
+        got = [p.message for p in r.results]
         if len(got) != len(r.end_results) or not all(
             _same(a, b) for a, b in zip(got, r.end_results, strict=False)
         ):
             broken(
                 f"turn_end of round {r.index} lists {len(r.end_results)} result(s), the "
                 f"round produced {len(got)}",
-                r.end,
+                r.turn_end,
             )
     return broken.violations
 
@@ -413,19 +353,19 @@ def skipped_calls_follow_steering(
 ) -> list[Violation]:
     """In skip mode, steering that arrives mid-batch skips exactly the remaining calls (with the
     loop's skip text) and is delivered right before the next assistant message."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
+    rounds = split_rounds(trace) if rounds is None else rounds
     broken = _Broken(5)
     skip_mode = trace.steering_mode == "skip"
     deliveries = trace.deliveries
     for pos, r in enumerate(rounds):
         results = r.results
-        skipped = [k for k, (_, m) in enumerate(results) if m.skipped]
+        skipped = [k for k, p in enumerate(results) if p.message.skipped]
         if not skipped and not skip_mode:
             continue
         if skipped and not skip_mode:
             broken(
                 f"round {r.index} skipped calls in steering_mode {trace.steering_mode!r}",
-                *(results[k][0] for k in skipped),
+                *(results[k].event_index for k in skipped),
             )
             continue
         # Steering handed over mid-batch in this round (schedule knowledge, when there is one).
@@ -440,13 +380,17 @@ def skipped_calls_follow_steering(
                 broken(
                     f"round {r.index}: the first call was skipped; steering can only "
                     "arrive after an executed call",
-                    results[0][0],
+                    results[0].event_index,
                 )
-            wrong = [results[k][0] for k in range(first, len(results)) if not results[k][1].skipped]
+            wrong = [
+                results[k].event_index
+                for k in range(first, len(results))
+                if not results[k].message.skipped
+            ]
             if wrong:
                 broken(f"round {r.index}: a call after the first skipped one ran", *wrong)
             for k in skipped:
-                i, m = results[k]
+                i, m = results[k].event_index, results[k].message
                 if m.text != SKIPPED_TEXT or not m.is_error:
                     broken(
                         f"skipped result {m.tool_call_id} has text {_q(m.text)} and "
@@ -461,12 +405,12 @@ def skipped_calls_follow_steering(
                     broken(
                         f"round {r.index}: steering arrived after call {at}, so call(s) "
                         f"{expect_skipped} should be skipped; skipped: {skipped}",
-                        *(i for i, _ in results),
+                        *(p.event_index for p in results),
                     )
             elif skipped:
                 broken(
                     f"round {r.index}: calls skipped although no steering arrived during the batch",
-                    *(results[k][0] for k in skipped),
+                    *(results[k].event_index for k in skipped),
                 )
         if first is None and not mid:
             continue
@@ -479,35 +423,37 @@ def skipped_calls_follow_steering(
                 broken(
                     f"round {r.index} skipped calls for steering, but the run ended "
                     f"({trace.termination}) without delivering it or reporting it undelivered",
-                    *((r.end,) if r.end is not None else ()),
+                    *((r.turn_end,) if r.turn_end is not None else ()),
                 )
             continue
-        if not nxt.users or nxt.assistant is None or nxt.users[-1][0] > nxt.assistant[0]:
-            at_events = tuple(
-                x for x in (nxt.start, nxt.assistant[0] if nxt.assistant else None) if x is not None
-            )
+        if (
+            not nxt.arrivals
+            or nxt.reply_index is None
+            or nxt.arrivals[-1].event_index > nxt.reply_index
+        ):
+            at_events = tuple(x for x in (nxt.turn_start, nxt.reply_index) if x is not None)
             broken(
                 f"round {nxt.index} does not deliver the steering right before its "
                 "assistant message",
                 *at_events,
             )
             continue
-        last_user = max(i for i, _ in nxt.users)
+        last_user = max(a.event_index for a in nxt.arrivals)
         between = [
             i
-            for i in range(last_user + 1, nxt.assistant[0])
+            for i in range(last_user + 1, nxt.reply_index)
             if isinstance(trace.events[i], MessageEnd)
         ]
         if between:
             broken("a message comes between the steering and the next assistant message", *between)
         for d in mid:
-            if not any(m is d.message for _, m in nxt.users) and not any(
+            if not any(a.message is d.message for a in nxt.arrivals) and not any(
                 u is d.message for u in trace.undelivered
             ):
                 broken(
                     f"steering {_q(d.message.text)} from round {r.index} is not "
                     f"delivered at the start of round {nxt.index}",
-                    nxt.assistant[0],
+                    nxt.reply_index,
                 )
     return broken.violations
 
@@ -517,7 +463,7 @@ def tool_failures_are_fed_back(
 ) -> list[Violation]:
     """An unknown tool, invalid arguments or a failing tool gives an ``is_error`` result, and
     the model is called again while the cap allows."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
+    rounds = split_rounds(trace) if rounds is None else rounds
     broken = _Broken(6)
     for i, e in enumerate(trace.events):
         if isinstance(e, ToolExecutionEnd) and e.is_error != e.result.is_error:
@@ -534,7 +480,7 @@ def tool_failures_are_fed_back(
         trace.termination == "error" and (last is None or not last.failed)
     )
     for pos, r in enumerate(rounds):
-        by_id = {m.tool_call_id: (i, m) for i, m in r.results}
+        by_id = {p.message.tool_call_id: (p.event_index, p.message) for p in r.results}
         errors = []
         for c in r.calls:
             hit = by_id.get(c.id)
@@ -568,7 +514,7 @@ def tool_failures_are_fed_back(
                 errors.append(i)
         if errors and not aborted and r.index + 1 < trace.cap:
             nxt = rounds[pos + 1] if pos + 1 < len(rounds) else None
-            if nxt is None or nxt.assistant is None:
+            if nxt is None or nxt.reply is None:
                 broken(
                     f"round {r.index} ended with error result(s) but the model was not "
                     f"called again (cap {trace.cap}, termination {trace.termination})",
@@ -681,15 +627,15 @@ def steering_after_a_text_reply_continues(
     trace: LoopTrace, rounds: Sequence[Round] | None = None
 ) -> list[Violation]:
     """Steering queued after a text-only reply causes another model call."""
-    rounds = parse_rounds(trace.events) if rounds is None else rounds
+    rounds = split_rounds(trace) if rounds is None else rounds
     broken = _Broken(9)
     ev = trace.events
     calls = _model_call_events(trace)
     for pos, r in enumerate(rounds):
-        m = r.message
+        m = r.reply
         if m is None or r.failed or m.tool_calls:
             continue
-        text_only_at = r.assistant[0] if r.assistant else 0
+        text_only_at = r.reply_index or 0
         # Steering the schedule handed over after this text-only round.
         queued = [
             d
@@ -699,13 +645,13 @@ def steering_after_a_text_reply_continues(
         nxt = rounds[pos + 1] if pos + 1 < len(rounds) else None
         if (
             nxt is not None
-            and nxt.users
-            and (nxt.assistant is None or nxt.assistant[0] < nxt.users[-1][0])
+            and nxt.arrivals
+            and (nxt.reply_index is None or nxt.reply_index < nxt.arrivals[-1].event_index)
         ):
             broken(
                 f"user message(s) delivered after the text-only reply at #{text_only_at} "
                 "were not followed by a model call",
-                *(i for i, _ in nxt.users),
+                *(a.event_index for a in nxt.arrivals),
             )
         for d in queued:
             if any(u is d.message for u in trace.undelivered):
@@ -889,7 +835,7 @@ def find_violations(
     """Every broken single-trace rule of ``trace`` (all, or those named/numbered in ``only``),
     without raising."""
     selected = _select(only)
-    rounds = parse_rounds(trace.events)
+    rounds = split_rounds(trace)
     out: list[Violation] = []
     for inv in selected:
         assert inv.check is not None
@@ -948,7 +894,6 @@ __all__ = [
     "RULE_NAMES",
     "Invariant",
     "InvariantViolation",
-    "Round",
     "Violation",
     "check_invariants",
     "check_rechunk_invariance",
@@ -959,7 +904,6 @@ __all__ = [
     "handed_over_messages_are_accounted_for",
     "model_calls_within_cap",
     "nothing_runs_after_a_failed_message",
-    "parse_rounds",
     "rechunking_keeps_final_messages",
     "run_starts_and_ends_once",
     "skipped_calls_follow_steering",

@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 from openprogram.events import (
     AgentEnd,
-    AgentEvent,
     AgentStart,
     MessageEnd,
     MessageStart,
@@ -42,6 +41,8 @@ from openprogram.types import (
     UserMessage,
 )
 
+from .rounds import Origins, ReadableTrace, split_rounds
+
 
 class _Entry(Protocol):
     def describe(self) -> str: ...
@@ -54,15 +55,11 @@ class _Schedule(Protocol):
     def kind_of(self, message: UserMessage) -> str | None: ...
 
 
-class RenderableTrace(Protocol):
+class RenderableTrace(ReadableTrace, Protocol):
     """What the renderers read of a trace (``LoopTrace`` satisfies it).  A protocol rather than
     ``LoopTrace`` itself, so ``trace`` (which renders its failures) can import this module
     without an import cycle."""
 
-    @property
-    def events(self) -> Sequence[AgentEvent]: ...
-    @property
-    def prompts(self) -> Sequence[UserMessage] | None: ...
     @property
     def schedule(self) -> _Schedule | None: ...
     @property
@@ -134,6 +131,10 @@ class _Renderer:
     base: int = 0
     prefix: str = ""
     counter: list[int] = field(default_factory=lambda: [0])
+    # The trace read once (``openprogram_testing.rounds``): each turn_start's round number and
+    # each user message's origin, as every other view of the run reads them.
+    origins: Origins | None = None
+    round_of: dict[int, int] = field(default_factory=dict)
 
     # -- helpers ---------------------------------------------------------------------------
     def cid(self, raw: str) -> str:
@@ -203,16 +204,6 @@ class _Renderer:
                 counter=self.counter,
             ).run()
 
-    def user_kind(self, message: UserMessage) -> str:
-        t = self.trace
-        if t.prompts is not None and any(p is message for p in t.prompts):
-            return "prompt"
-        if t.schedule is not None:
-            kind = t.schedule.kind_of(message)
-            if kind is not None:
-                return kind
-        return "user"
-
     def content(self, blocks: Any, limit: int) -> str:
         if isinstance(blocks, str):
             return self.q(blocks, limit)
@@ -228,7 +219,8 @@ class _Renderer:
         """A headline and (for assistant messages) one sub-line per content block."""
         limit = SNAPSHOT_TEXT_LIMIT if self.snapshot else TIMELINE_TEXT_LIMIT
         if isinstance(message, UserMessage):
-            return f"{self.user_kind(message)} {self.content(message.content, limit)}", []
+            assert self.origins is not None
+            return f"{self.origins.of(message)} {self.content(message.content, limit)}", []
         if isinstance(message, ToolResultMessage):
             return "result " + self.result_text(message), []
         assert isinstance(message, AssistantMessage)
@@ -274,8 +266,11 @@ class _Renderer:
     # -- walking the events ----------------------------------------------------------------
     def run(self) -> list[tuple[str, int, str, str]]:
         events = self.trace.events
+        self.origins = Origins(self.trace)
+        self.round_of = {
+            r.turn_start: r.index for r in split_rounds(self.trace) if r.turn_start is not None
+        }
         depth = 0
-        round_no = -1
         i = 0
         while i < len(events):
             e = events[i]
@@ -284,8 +279,7 @@ class _Renderer:
                 depth = 0
                 self.add(num, 0, "agent_start", "bold")
             elif isinstance(e, TurnStart):
-                round_no += 1
-                self.add(num, 0, f"turn_start round {round_no}", "bold cyan")
+                self.add(num, 0, f"turn_start round {self.round_of[i]}", "bold cyan")
                 depth = 1
             elif isinstance(e, TurnEnd):
                 n = len(e.tool_results)

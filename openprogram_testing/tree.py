@@ -30,6 +30,7 @@ from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
 
 from .invariants import check_invariants as check_tree_invariants
 from .render import render_snapshot, render_timeline
+from .rounds import opening_prompts
 from .scripted import ModelRequest
 from .steering import Delivery, DeliveryKind, RunLike, RunPath, SteeringSchedule, run_path
 from .trace import NESTED_RUN, LoopTrace, annotate, announce_trace
@@ -271,11 +272,11 @@ def _build(
             cap=cap if parent is None else effective_cap(None),
             steering_mode=runtime.steering_mode,
             schedule=schedule,
-            prompts=_prompts(events, handed),
             tool_names=info.tools,
             requests=recorder.requests[run_id] if recorder.provider_requests is not None else None,
         )
         trace.handed_over = handed
+        trace.prompts = opening_prompts(trace)
         trace.event_times = recorder.times[run_id]
         trace.system_prompt = runtime.system_prompt
         trace.run = info
@@ -287,24 +288,6 @@ def _build(
         else:
             parent.children.append(node)
     return root
-
-
-def _prompts(events: Sequence[AgentEvent], handed: Sequence[Delivery]) -> list[UserMessage]:
-    """The run's prompts: the user messages that open round 0 and were not handed over."""
-    ids = {id(d.message) for d in handed}
-    out: list[UserMessage] = []
-    turns = 0
-    for e in events:
-        if type(e) is TurnStart:
-            turns += 1
-            if turns > 1:
-                break
-        elif type(e) is MessageEnd:
-            if not isinstance(e.message, UserMessage):
-                break
-            if id(e.message) not in ids:
-                out.append(e.message)
-    return out
 
 
 def _from_queues(

@@ -23,7 +23,7 @@ from openprogram.runtime import CHOOSE_TOOL
 from openprogram.texts import ABORTED_TEXT, CANCELLED_TEXT, STREAM_ENDED_TEXT
 from openprogram.types import AssistantMessage, ThinkingContent, ToolResultMessage
 
-from .rounds import Round, ToolRun, child_traces, split_rounds
+from ..rounds import Round, ToolRun, child_traces, split_rounds
 
 if TYPE_CHECKING:
     from ..trace import LoopTrace
@@ -52,7 +52,7 @@ def _steered_after(rounds: list[Round]) -> list[tuple[Round, Round]]:
     return [
         (r, n)
         for r, n in itertools.pairwise(rounds)
-        if any(a.kind == "steering" for a in n.arrivals)
+        if any(a.origin == "steering" for a in n.arrivals)
     ]
 
 
@@ -63,11 +63,11 @@ def _skip_at(position: str) -> Callable[[LoopTrace, list[Round]], int]:
         n = 0
         for r, _next in _steered_after(rounds):
             executed, skipped = len(r.executed), len(r.skipped)
-            if not skipped or r.calls < 2:
+            if not skipped or len(r.calls) < 2:
                 continue
             if position == "first" and executed == 1:
                 n += 1
-            elif position == "middle" and 1 < executed < r.calls:
+            elif position == "middle" and 1 < executed < len(r.calls):
                 n += 1
         return n
 
@@ -78,7 +78,7 @@ def _steering_after_last_call(trace: LoopTrace, rounds: list[Round]) -> int:
     return sum(
         1
         for r, _n in _steered_after(rounds)
-        if trace.steering_mode == "skip" and r.calls >= 1 and not r.skipped
+        if trace.steering_mode == "skip" and len(r.calls) >= 1 and not r.skipped
     )
 
 
@@ -86,27 +86,27 @@ def _steering_after_batch(trace: LoopTrace, rounds: list[Round]) -> int:
     return sum(
         1
         for r, _n in _steered_after(rounds)
-        if trace.steering_mode == "after_batch" and r.calls >= 1 and not r.skipped
+        if trace.steering_mode == "after_batch" and len(r.calls) >= 1 and not r.skipped
     )
 
 
 def _steering_after_text(trace: LoopTrace, rounds: list[Round]) -> int:
-    return sum(1 for r, _n in _steered_after(rounds) if r.reply is not None and r.calls == 0)
+    return sum(1 for r, _n in _steered_after(rounds) if r.reply is not None and len(r.calls) == 0)
 
 
 def _steering_with_prompt(trace: LoopTrace, rounds: list[Round]) -> int:
-    return sum(1 for a in (rounds[0].arrivals if rounds else []) if a.kind == "steering")
+    return sum(1 for a in (rounds[0].arrivals if rounds else []) if a.origin == "steering")
 
 
 def _arrivals(kind: str) -> Callable[[LoopTrace, list[Round]], int]:
     def count(trace: LoopTrace, rounds: list[Round]) -> int:
-        return sum(1 for r in rounds[1:] for a in r.arrivals if a.kind == kind)
+        return sum(1 for r in rounds[1:] for a in r.arrivals if a.origin == kind)
 
     return count
 
 
 def _several_prompts(trace: LoopTrace, rounds: list[Round]) -> int:
-    return int(sum(1 for r in rounds[:1] for a in r.arrivals if a.kind == "prompt") >= 2)
+    return int(sum(1 for r in rounds[:1] for a in r.arrivals if a.origin == "prompt") >= 2)
 
 
 def _text_finish(trace: LoopTrace, rounds: list[Round]) -> int:
@@ -126,7 +126,7 @@ def _tool_round(trace: LoopTrace, rounds: list[Round]) -> int:
 
 
 def _parallel_batch(trace: LoopTrace, rounds: list[Round]) -> int:
-    return sum(1 for r in rounds if r.calls >= 2)
+    return sum(1 for r in rounds if len(r.calls) >= 2)
 
 
 def _termination(value: str) -> Callable[[LoopTrace, list[Round]], int]:

@@ -20,9 +20,9 @@ from openprogram.types import (
     ToolResultMessage,
 )
 
+from ..rounds import Round, child_traces, split_rounds
 from ..trace import NESTED_RUN
 from .behaviours import exhibited
-from .rounds import Round, child_traces, split_rounds
 
 if TYPE_CHECKING:
     from ..trace import LoopTrace
@@ -82,7 +82,7 @@ def _reply(trace: LoopTrace, r: Round) -> dict[str, Any] | None:
         "stop": m.stop_reason,
         "text": clip(text),
         "calls": [_call(c) for c in m.tool_calls],
-        "ms": _ms(trace, r.start_index, r.reply_index),
+        "ms": _ms(trace, r.first_index, r.reply_index),
     }
     if thinking:
         out["thinking"] = clip(thinking)
@@ -128,8 +128,8 @@ def _arrivals(trace: LoopTrace, rounds: list[Round], r: Round) -> list[dict[str,
     previous = rounds[r.index - 1] if r.index > 0 else None
     out: list[dict[str, Any]] = []
     for a in r.arrivals:
-        item: dict[str, Any] = {"kind": a.kind, "text": content_text(a.message.content)}
-        if previous is not None and a.kind != "prompt":
+        item: dict[str, Any] = {"kind": a.origin, "text": content_text(a.message.content)}
+        if previous is not None and a.origin != "prompt":
             executed = previous.executed
             if previous.calls:
                 item["after_tool"] = executed[-1].index if executed else None
@@ -149,7 +149,7 @@ def _annotations(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
     for note in trace.annotations:
         if note.kind == NESTED_RUN:  # shown as a nested lane, not as a note
             continue
-        if not r.start_index <= note.event_index - 1 <= r.end_index:
+        if not r.first_index <= note.event_index - 1 <= r.last_index:
             continue
         where = "model"
         for t in r.tools:
@@ -175,7 +175,7 @@ def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
         "rounds": [
             {
                 "index": r.index,
-                "ms": _ms(trace, r.start_index, r.end_index),
+                "ms": _ms(trace, r.first_index, r.last_index),
                 "arrivals": _arrivals(trace, rounds, r),
                 "reply": _reply(trace, r),
                 "tools": _tools(trace, r),
