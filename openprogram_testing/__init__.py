@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .emulator import EmulatorRequest as EmulatorRequest
     from .emulator import Fault as Fault
     from .emulator import ProviderEmulator as ProviderEmulator
+    from .emulator import RetryTimingError as RetryTimingError
+    from .emulator import assert_retries as assert_retries
     from .invariants import InvariantViolation as InvariantViolation
     from .invariants import Violation as Violation
     from .invariants import check_invariants as check_invariants
@@ -84,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "EmulatorRequest": "emulator",
     "Fault": "emulator",
     "ProviderEmulator": "emulator",
+    "RetryTimingError": "emulator",
+    "assert_retries": "emulator",
     "InvariantViolation": "invariants",
     "Violation": "invariants",
     "check_invariants": "invariants",

@@ -1,7 +1,8 @@
 """The provider emulator: a loopback HTTP server speaking the providers' wire formats.
 
 :mod:`.plan` turns a scripted turn (or a recorded response) and its faults into what to send;
-:mod:`.server` is the HTTP server and the script; :mod:`.cli` serves one outside tests.
+:mod:`.server` is the HTTP server and the script; :mod:`.retries` asserts a client's retries
+from what the server received; :mod:`.cli` serves one outside tests.
 
     with ProviderEmulator([turn(call("add", {"a": 1, "b": 2})), "3"]) as emu:
         client = openai.OpenAI(base_url=emu.openai_base_url, api_key="test", max_retries=0)
@@ -15,6 +16,7 @@ from ..faults import Fault
 from ..wire import ENDPOINTS
 from .cli import announce, main_emulator, serve
 from .plan import EXHAUSTED_HEADER
+from .retries import RetryTiming, RetryTimingError, assert_retries, retry_timing
 from .server import (
     LISTEN_BACKLOG,
     EmulatorProtocolError,
@@ -32,9 +34,13 @@ __all__ = [
     "EmulatorRequest",
     "Fault",
     "ProviderEmulator",
+    "RetryTiming",
+    "RetryTimingError",
     "announce",
+    "assert_retries",
     "echo_responder",
     "main_emulator",
     "model_request",
+    "retry_timing",
     "serve",
 ]

@@ -22,8 +22,9 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,12 @@ class EmulatorRequest:
     stream: bool = False
     model_request: ModelRequest | None = None
     turn: int | None = None
+    received_at: float = 0.0
+    """When the request arrived (``time.monotonic()``): the spacing of retries."""
+    status: int | None = None
+    """The HTTP status answered (``None``: the connection was dropped before one)."""
+    response_headers: dict[str, str] = field(default_factory=dict)
+    """The headers answered beside the body's own (``retry-after``, request ids, …)."""
 
     @property
     def json(self) -> Any:
@@ -290,6 +297,7 @@ class ProviderEmulator:
     # -- serving (called from handler threads) ----------------------------------------------
     def plan(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Plan:
         """Record one request and decide its answer."""
+        received_at = time.monotonic()
         path, _, query = target.partition("?")
         found = route(path)
         with self._lock:
@@ -301,16 +309,27 @@ class ProviderEmulator:
                 headers=headers,
                 body=None,
                 api=found.api if found is not None and method == "POST" else None,
+                received_at=received_at,
             )
             self.requests.append(record)
-            request_id = f"req_emu_{record.index}"
-            if found is None or method != "POST":
-                known = ", ".join(f"POST {p}" for p in ENDPOINTS)
-                msg = f"the provider emulator does not serve {method} {path} (it serves {known})"
-                self.violations.append(EmulatorProtocolError(msg))
-                wire = found.wire if found is not None else _guess(path)
-                return error_plan(wire, 404 if found is None else 405, msg, request_id)
-            return self._plan_api(record, found, query, raw, request_id)
+            plan = self._plan_record(record, found, method, query, raw)
+            record.status = None if plan.kind == "drop" else plan.status
+            record.response_headers = dict(plan.headers)
+            return plan
+
+    def _plan_record(
+        self, record: EmulatorRequest, found: Route | None, method: str, query: str, raw: bytes
+    ) -> Plan:
+        """The answer to a recorded request (under the lock)."""
+        path = record.path
+        request_id = f"req_emu_{record.index}"
+        if found is None or method != "POST":
+            known = ", ".join(f"POST {p}" for p in ENDPOINTS)
+            msg = f"the provider emulator does not serve {method} {path} (it serves {known})"
+            self.violations.append(EmulatorProtocolError(msg))
+            wire = found.wire if found is not None else _guess(path)
+            return error_plan(wire, 404 if found is None else 405, msg, request_id)
+        return self._plan_api(record, found, query, raw, request_id)
 
     def _plan_api(
         self, record: EmulatorRequest, found: Route, query: str, raw: bytes, request_id: str
