@@ -13,7 +13,9 @@ enough.  Nothing heavy is imported until a scenario file is actually collected.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +63,86 @@ class ScenarioFile(pytest.File):
         yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
 
 
+SELECTION_OPTION = "--openprogram-only"
+"""Collect only the files a list names: how ``openprogram-testing run`` hands pytest its
+selection (see ``Selection``)."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The scenario files a run selected, and every folder between a collection root and them.
+
+    Why not one command-line argument per file: pytest walks a file argument's folder from the
+    top for each argument, so n files in one folder cost n² collector calls (a suite of 1,000
+    files took minutes).  The command passes each folder once and this list, read once per
+    process (xdist workers included, as it travels as an option), keeps collection to the
+    selected files; a selected file is collected even where ``norecursedirs`` would skip its
+    folder, as it is when named on pytest's command line."""
+
+    files: frozenset[str]
+    folders: frozenset[str]
+
+    @classmethod
+    def of(cls, files: Iterable[Path]) -> Selection:
+        chosen = frozenset(os.path.abspath(f) for f in files)
+        folders: set[str] = set()
+        for f in chosen:
+            parent = os.path.dirname(f)
+            while parent not in folders:
+                folders.add(parent)
+                up = os.path.dirname(parent)
+                if up == parent:
+                    break
+                parent = up
+        return cls(chosen, frozenset(folders))
+
+    @classmethod
+    def read(cls, list_file: str) -> Selection:
+        text = Path(list_file).read_text(encoding="utf-8")
+        return cls.of(Path(line) for line in text.splitlines() if line)
+
+    def write(self, list_file: Path) -> None:
+        list_file.write_text("".join(f + "\n" for f in sorted(self.files)), encoding="utf-8")
+
+    def keeps(self, path: Path) -> bool:
+        where = os.path.abspath(path)
+        return where in self.files or where in self.folders
+
+    def roots(self) -> list[Path]:
+        """The fewest folders holding every selected file: each selected file's folder, less
+        those inside another one."""
+        parents = sorted({os.path.dirname(f) for f in self.files})
+        kept: list[str] = []
+        for folder in parents:  # sorted, so an enclosing folder comes before what it holds
+            if not any(folder == k or folder.startswith(k.rstrip(os.sep) + os.sep) for k in kept):
+                kept.append(folder)
+        return [Path(k) for k in kept]
+
+
+_SELECTION = pytest.StashKey["Selection | None"]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``--openprogram-only``, everything that is neither a selected file nor a folder
+    leading to one is left out (and those are kept, whatever other ignore rules say)."""
+    if _SELECTION not in config.stash:
+        only = config.getoption("openprogram_only", default=None)
+        config.stash[_SELECTION] = Selection.read(only) if only else None
+    selection = config.stash[_SELECTION]
+    return None if selection is None else not selection.keeps(collection_path)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The collector's own settings."""
+    parser.getgroup("openprogram").addoption(
+        SELECTION_OPTION,
+        dest="openprogram_only",
+        default=None,
+        metavar="FILE",
+        help="Collect only the scenario files listed in FILE, one path a line (what "
+        "`openprogram-testing run` selected).",
+    )
     parser.getgroup("openprogram").addoption(
         "--openprogram-import-root",
         action="append",
@@ -155,4 +235,12 @@ class ScenarioItem(pytest.Item):
         return self.path, 0, f"scenario: {self.name}"
 
 
-__all__ = ["ScenarioFailure", "ScenarioFile", "ScenarioItem", "import_roots", "time_limit"]
+__all__ = [
+    "SELECTION_OPTION",
+    "ScenarioFailure",
+    "ScenarioFile",
+    "ScenarioItem",
+    "Selection",
+    "import_roots",
+    "time_limit",
+]

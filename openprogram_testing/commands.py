@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +27,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .collect import SELECTION_OPTION, Selection
 from .scenarios import (
     SCENARIO_PATTERNS,
     Scenario,
@@ -92,9 +94,19 @@ def pytest_args(
     fail_under: float | None = None,
     update_snapshots: bool = False,
     import_roots: list[Path] | None = None,
+    selection_file: Path | None = None,
 ) -> list[str]:
-    """The pytest command line that runs ``files`` as ``run`` was asked to."""
-    args = [str(f) for f in files]
+    """The pytest command line that runs ``files`` as ``run`` was asked to.
+
+    With ``selection_file`` (what ``run`` passes) the files are listed there and pytest is given
+    the folders holding them, each once, so collection stays linear in the number of files
+    (``collect.Selection``); without it, each file is its own argument."""
+    if selection_file is not None:
+        selection = Selection.of(files)
+        selection.write(selection_file)
+        args = [str(r) for r in selection.roots()] + [SELECTION_OPTION, str(selection_file)]
+    else:
+        args = [str(f) for f in files]
     # Files named explicitly are scenarios whatever their name: let the collector take them.
     extra = sorted({f.name for f in files if not is_scenario_file(f)})
     if extra:
@@ -181,6 +193,7 @@ def run(
         )
     if workers > 1 and not _has("xdist"):
         raise UsageProblem("-n needs pytest-xdist: pip install pytest-xdist")
+    selection_dir = tempfile.TemporaryDirectory(prefix="openprogram-run-")
     args = pytest_args(
         files,
         keyword=keyword,
@@ -191,12 +204,14 @@ def run(
         fail_under=fail_under,
         update_snapshots=update_snapshots,
         import_roots=import_root,
+        selection_file=Path(selection_dir.name) / "selected.txt",
     )
     reporter = ScenarioReporter(out, err, verbose=verbose)
     try:
         code = pytest.main(args, plugins=[reporter])
     finally:
         reporter.stop()
+        selection_dir.cleanup()
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         filt = f" matching -k {keyword!r}" if keyword else ""
         raise UsageProblem(f"no scenario files{filt} found in {where}")
