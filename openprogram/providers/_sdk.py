@@ -17,6 +17,7 @@ non-streamed bodies.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import contextvars
 import json
@@ -621,9 +622,66 @@ def _amzn_error_type(headers: object) -> str | None:
     return raw.split(":", 1)[0].strip() or None
 
 
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def readable_text(body: bytes, charset: str | None = None) -> str:
+    """An HTTP body as text, whatever its bytes: UTF-8 (a byte-order mark dropped), else the
+    charset the response declared, else Latin-1 (which reads any bytes); a UTF-16/32 byte-order
+    mark names its encoding.  An error body is read for its message only; how it is encoded must
+    never cost the error its status."""
+    marked = next((name for bom, name in _BOMS if body.startswith(bom)), None)
+    for encoding in (marked, "utf-8-sig", charset):
+        if encoding:
+            try:
+                return body.decode(encoding)
+            except (LookupError, UnicodeDecodeError):
+                continue
+    return body.decode("latin-1")
+
+
+def failed_response(exc: BaseException) -> Any | None:
+    """The HTTP error response (an ``httpx``/``httpx2`` ``Response`` with a 4xx/5xx status) an SDK
+    was handling when it raised ``exc`` — an SDK that trips over an error body (google-genai on
+    one that is not UTF-8) raises something that has lost the status; the response is still
+    among the locals of the frames the exception went through.  Innermost first; ``None`` when
+    there is none."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for value in list(frame.f_locals.values()):
+            status = getattr(value, "status_code", None)
+            if isinstance(status, int) and status >= 400 and _is_http_response(value):
+                return value
+    return None
+
+
+def _is_http_response(value: object) -> bool:
+    return any(
+        cls.__name__ == "Response" and cls.__module__.split(".")[0] in ("httpx", "httpx2")
+        for cls in type(value).__mro__
+    )
+
+
 def _body_error(body: object) -> tuple[str | None, str | None]:
     """(message, type) from an API error body: ``{"message", "type"}`` (OpenAI, already
-    unwrapped by the SDK) or ``{"type": "error", "error": {"type", "message"}}`` (Anthropic)."""
+    unwrapped by the SDK) or ``{"type": "error", "error": {"type", "message"}}`` (Anthropic).
+    A body the SDK kept as text because a byte-order mark stopped its JSON parser is parsed
+    here."""
+    if isinstance(body, str) and body.startswith("\ufeff"):
+        text = body[1:]
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = text
     if isinstance(body, Mapping):
         inner = body.get("error")
         if isinstance(inner, Mapping):

@@ -52,7 +52,7 @@ from ..types import (
     ToolResultMessage,
     Usage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, role_turns
+from ._sdk import Events, SDKProvider, StreamParser, readable_text, role_turns
 from .base import (
     Context,
     MessageBuilder,
@@ -254,6 +254,7 @@ class BedrockProvider(SDKProvider):
     ) -> None:
         """Run the blocking SDK call on a daemon thread feeding ``queue``; return when it is
         done, or at once when cancelled (closing the response under the thread)."""
+        _read_error_bodies_leniently(client)
         loop = asyncio.get_running_loop()
         finished: asyncio.Future[None] = loop.create_future()
         worker = _Worker()
@@ -353,6 +354,39 @@ class BedrockProvider(SDKProvider):
         if isinstance(exc, exceptions.ParamValidationError):
             return builder.error(f"invalid request: {error_text(exc)}", retryable=False)
         return super()._error_event(builder, exc)
+
+
+def _read_error_bodies_leniently(client: Any) -> None:
+    """Have ``client`` hand botocore's error parser a UTF-8 JSON object: botocore decodes an
+    error body as strict UTF-8 and reads it as an object, so a Latin-1 or UTF-16 body, or JSON
+    that is not an object (``0``, ``[]``), would end in ``UnicodeDecodeError``/``AttributeError``
+    with the status lost; text that is not JSON becomes the message, as botocore does it.  A
+    ``before-parse`` handler, registered once per client."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is not None:
+        events.register(
+            "before-parse.bedrock-runtime",
+            _readable_error_body,
+            unique_id="openprogram-readable-error-body",
+        )
+
+
+def _readable_error_body(response_dict: dict[str, Any], **_: Any) -> None:
+    status = response_dict.get("status_code")
+    body = response_dict.get("body")
+    if not isinstance(status, int) or status < 300 or not isinstance(body, bytes | bytearray):
+        return
+    headers = response_dict.get("headers") or {}
+    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+    charset = content_type.partition("charset=")[2].split(";")[0].strip(" \"'") or None
+    text = readable_text(bytes(body), charset)
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None
+    if text.strip() and not isinstance(document, dict):  # JSON, but not an object: a message
+        text = json.dumps({"message": text.strip()})
+    response_dict["body"] = text.encode("utf-8")
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -58,7 +58,9 @@ from ._sdk import (
     Events,
     SDKProvider,
     StreamParser,
+    failed_response,
     is_transport_error,
+    readable_text,
     role_turns,
 )
 from .base import (
@@ -199,6 +201,9 @@ class GeminiProvider(SDKProvider):
     def _error_event(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
         from google.genai import errors
 
+        response = None if isinstance(exc, errors.APIError) else failed_response(exc)
+        if response is not None:  # the SDK tripped over the error body: read it ourselves
+            exc = errors.APIError(response.status_code, _error_document(response), response)
         if isinstance(exc, errors.APIError):
             status = int(exc.code) if isinstance(exc.code, int) and exc.code else None
             response = getattr(exc, "response", None)
@@ -223,6 +228,23 @@ class GeminiProvider(SDKProvider):
             detail = f" ({error_text(cause)})" if cause is not None else ""
             return builder.error(f"connection error: {error_text(exc)}{detail}", retryable=True)
         return super()._error_event(builder, exc)
+
+
+def _error_document(response: Any) -> Any:
+    """The JSON error document of an HTTP error response read whatever its encoding, or the
+    ``{"message", "status"}`` the SDK makes of a body that is not JSON."""
+    try:
+        body = bytes(response.content)
+    except Exception:  # the body was never read
+        body = b""
+    text = readable_text(body, getattr(response, "charset_encoding", None))
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None
+    if isinstance(document, Mapping | list):
+        return document
+    return {"message": text.strip(), "status": getattr(response, "reason_phrase", None) or None}
 
 
 def google_retry_delay(details: Any) -> float | None:
