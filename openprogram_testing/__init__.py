@@ -71,6 +71,12 @@ if TYPE_CHECKING:
     from .tree import TraceTree as TraceTree
     from .tree import run_exec as run_exec
     from .tree import run_exec_sync as run_exec_sync
+    from .usage import Prices as Prices
+    from .usage import UsageError as UsageError
+    from .usage import UsageOverBudget as UsageOverBudget
+    from .usage import UsageTotals as UsageTotals
+    from .usage import assert_usage as assert_usage
+    from .usage import usage_of as usage_of
 
 _EXPORTS: dict[str, str] = {
     "assert_final_text": "assertions",
@@ -128,6 +134,12 @@ _EXPORTS: dict[str, str] = {
     "TraceTree": "tree",
     "run_exec": "tree",
     "run_exec_sync": "tree",
+    "Prices": "usage",
+    "UsageError": "usage",
+    "UsageOverBudget": "usage",
+    "UsageTotals": "usage",
+    "assert_usage": "usage",
+    "usage_of": "usage",
 }
 """Where each public name lives (module under this package)."""
 

@@ -37,7 +37,7 @@ def _json_block(element_id: str, value: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{text}</script>\n'
 
 
-def _summary_row(i: int, test: TestEntry) -> dict[str, Any]:
+def _summary_row(i: int, test: TestEntry, prices: Any = None) -> dict[str, Any]:
     runs = list(test.get("runs") or [])
     behaviours: dict[str, None] = {}
     for run in runs:
@@ -51,13 +51,44 @@ def _summary_row(i: int, test: TestEntry) -> dict[str, Any]:
         "runs": len(runs),
         "termination": runs[-1].get("termination") if runs else None,
         "behaviours": list(behaviours),
+        "usage": usage_summary(runs, prices),
     }
 
 
+def usage_summary(runs: Sequence[Mapping[str, Any]], prices: Any = None) -> dict[str, Any]:
+    """One test's usage over its runs and their nested lanes: ``tokens`` (input, output, cache
+    read, cache write), ``model_calls``, ``cost`` (with prices) or ``error`` (why not)."""
+    from ..usage import UsageError, UsageTotals, format_cost
+
+    total = UsageTotals()
+    stack = list(runs)
+    try:
+        while stack:
+            run = stack.pop()
+            stack.extend(run.get("children") or [])
+            usage = run.get("usage")
+            if not usage:
+                continue
+            if "error" in usage:
+                raise UsageError(str(usage["error"]))
+            total.add(UsageTotals.from_dict(usage))
+        out: dict[str, Any] = {"line": total.line(prices), **total.to_dict()}
+        if prices is not None:
+            out["cost"] = format_cost(prices.cost(total))
+        return out
+    except UsageError as exc:
+        return {"error": str(exc), "line": f"usage unknown ({exc})"}
+
+
 def render_html(
-    tests: Sequence[TestEntry], *, title: str = "OpenProgram report", coverage: Coverage | None
+    tests: Sequence[TestEntry],
+    *,
+    title: str = "OpenProgram report",
+    coverage: Coverage | None,
+    prices: Any = None,
 ) -> str:
-    """The whole report page as a string."""
+    """The whole report page as a string (``prices``, a ``usage.Prices``, adds each test's
+    cost)."""
     counts: dict[str, int] = {}
     for test in tests:
         outcome = str(test.get("outcome", "passed"))
@@ -85,7 +116,7 @@ def render_html(
         '<option value="passed">passed</option><option value="failed">failed</option>'
         '<option value="skipped">skipped</option></select><span id="shown" class="ms"></span>'
         "</div>\n<table><thead><tr><th>result</th><th>test</th><th>termination</th>"
-        "<th>runs</th><th>time</th><th>behaviours</th></tr></thead>"
+        "<th>runs</th><th>time</th><th>usage</th><th>behaviours</th></tr></thead>"
         '<tbody id="tests"></tbody></table>\n'
     )
     if coverage is not None:
@@ -96,7 +127,7 @@ def render_html(
             '<tbody id="coverage-rows"></tbody></table></section>\n'
         )
     parts.append("</main>\n")
-    parts.append(_json_block("summary", [_summary_row(i, t) for i, t in enumerate(tests)]))
+    parts.append(_json_block("summary", [_summary_row(i, t, prices) for i, t in enumerate(tests)]))
     if coverage is not None:
         parts.append(_json_block("coverage", {"rows": coverage.rows()}))
     for i, test in enumerate(tests):
@@ -112,12 +143,14 @@ def write_html(
     *,
     title: str = "OpenProgram report",
     coverage: Coverage | None = None,
+    prices: Any = None,
 ) -> Path:
     """Write the report to ``path`` (parent directories are created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(tests, title=title, coverage=coverage), encoding="utf-8")
+    page = render_html(tests, title=title, coverage=coverage, prices=prices)
+    target.write_text(page, encoding="utf-8")
     return target
 
 
-__all__ = ["TestEntry", "render_html", "write_html"]
+__all__ = ["TestEntry", "render_html", "usage_summary", "write_html"]

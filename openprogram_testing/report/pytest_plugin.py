@@ -4,7 +4,10 @@ Options (all off by default, and nothing is recorded unless one is given):
 
 - ``--openprogram-html=FILE``: write the HTML report of the session's runs to FILE;
 - ``--openprogram-coverage``: print the loop-behaviour coverage table at the end;
-- ``--openprogram-coverage-fail-under=PCT``: fail the session when coverage is below PCT.
+- ``--openprogram-coverage-fail-under=PCT``: fail the session when coverage is below PCT;
+- ``--openprogram-usage``: print each test's token usage and model calls at the end;
+- ``--openprogram-prices=FILE``: a price table (JSON or YAML, per model, per million tokens)
+  that adds each test's cost to the usage table and the HTML report.
 
 Every finished trace of a test (``run_loop``, ``loop_runner``, scenarios, trace trees) reaches
 a trace listener installed around the test; its record rides on the test's teardown report, so
@@ -47,6 +50,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Fail the session when loop-behaviour coverage is below PCT percent.",
     )
     group.addoption(
+        "--openprogram-usage",
+        action="store_true",
+        default=False,
+        help="Print each test's token usage, model calls (and cost, with a price table).",
+    )
+    group.addoption(
+        "--openprogram-prices",
+        metavar="FILE",
+        default=None,
+        help="A price table (JSON or YAML: model -> {input, output, cache_read, cache_write} "
+        "per million tokens) for the costs in the usage table and the HTML report.",
+    )
+    group.addoption(
         "--openprogram-scenario-details",
         action="store_true",
         default=False,
@@ -61,6 +77,7 @@ def wanted(config: pytest.Config) -> bool:
         config.getoption("--openprogram-html", default=None)
         or config.getoption("--openprogram-coverage", default=False)
         or config.getoption("--openprogram-coverage-fail-under", default=None) is not None
+        or config.getoption("--openprogram-usage", default=False)
     )
 
 
@@ -162,6 +179,15 @@ class SessionReport:
         self.html: Path | None = None
         self.coverage: Any = None
         self.below: str | None = None
+        self.prices: Any = None
+        source = config.getoption("--openprogram-prices", default=None)
+        if source:
+            from ..usage import Prices
+
+            try:
+                self.prices = Prices.load(source)
+            except Exception as exc:  # unreadable, not JSON/YAML, not a price table
+                raise pytest.UsageError(f"--openprogram-prices {source}: {exc}") from None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         entry = self.tests.setdefault(
@@ -194,7 +220,11 @@ class SessionReport:
         target = self.config.getoption("--openprogram-html", default=None)
         if target:
             self.html = write_html(
-                Path(target), tests, coverage=self.coverage, title="OpenProgram test report"
+                Path(target),
+                tests,
+                coverage=self.coverage,
+                title="OpenProgram test report",
+                prices=self.prices,
             )
         threshold = self.config.getoption("--openprogram-coverage-fail-under", default=None)
         if threshold is not None and self.coverage.percent < threshold:
@@ -216,6 +246,15 @@ class SessionReport:
             tr.write_line(self.coverage.text())
         if self.below:
             tr.write_line(f"FAIL: {self.below}", red=True, bold=True)
+        if self.config.getoption("--openprogram-usage", default=False):
+            from .html import usage_summary
+
+            tr.write_sep("=", "openprogram usage")
+            for test in self.entries():
+                if test["runs"]:
+                    tr.write_line(
+                        f"{test['nodeid']}: {usage_summary(test['runs'], self.prices)['line']}"
+                    )
         if self.html is not None:
             tr.write_line(f"openprogram HTML report: {self.html}")
 

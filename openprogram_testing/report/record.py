@@ -185,6 +185,7 @@ def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
         ],
         "undelivered": [content_text(u.content) for u in trace.undelivered],
         "final_text": clip(trace.final_text),
+        "usage": _usage(trace),
         "children": [],
     }
     if trace.system_prompt:
@@ -193,6 +194,16 @@ def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
         lane = trace_record(child, label=_child_label(node))
         record["children"].append(lane)
     return record
+
+
+def _usage(trace: LoopTrace) -> dict[str, Any]:
+    """This run's usage (its nested runs have their own), or why it cannot be summed."""
+    from ..usage import UsageError, trace_usage
+
+    try:
+        return trace_usage(trace).to_dict()
+    except UsageError as exc:
+        return {"error": clip(str(exc))}
 
 
 def _child_label(node: Any) -> str:

@@ -91,11 +91,20 @@
     return d;
   }
 
+  function usageText(u) {
+    if (!u) { return ""; }
+    if (u.error) { return ", usage unknown (" + u.error + ")"; }
+    return ", tokens " + u.input_tokens + " in / " + u.output_tokens + " out" +
+      (u.cache_read_tokens || u.cache_write_tokens ?
+        " (cache " + u.cache_read_tokens + " read / " + u.cache_write_tokens + " write)" : "");
+  }
+
   function lane(run, nested) {
     var node = el("div", "lane" + (nested ? " nested" : ""));
     var head = el("div", "lane-head", run.label + " — termination " + run.termination +
                   ", " + run.model_calls + " model call(s), cap " + run.cap +
-                  (run.steering_mode !== "skip" ? ", steering " + run.steering_mode : ""));
+                  (run.steering_mode !== "skip" ? ", steering " + run.steering_mode : "") +
+                  usageText(run.usage));
     node.appendChild(withMs(head, run.ms));
     var behaviours = Object.keys(run.behaviours || {});
     if (behaviours.length) {
@@ -133,7 +142,7 @@
 
   function details(test) {
     var cell = el("td", "detail");
-    cell.colSpan = 6;
+    cell.colSpan = 7;
     var full = data("d-" + test.i) || {runs: [], failure: null};
     if (full.failure) cell.appendChild(pre(full.failure, "failure"));
     full.runs.forEach(function (run) { cell.appendChild(lane(run, false)); });
@@ -163,6 +172,10 @@
       row.appendChild(el("td", "", test.termination || "–"));
       row.appendChild(el("td", "", String(test.runs)));
       row.appendChild(el("td", "", ms(test.ms) || "–"));
+      var used = test.usage || {};
+      row.appendChild(el("td", "usage", used.error ? "unknown" :
+        (used.input_tokens || 0) + " in / " + (used.output_tokens || 0) + " out" +
+        (used.cost !== undefined ? ", cost " + used.cost : "")));
       var beh = el("td");
       test.behaviours.forEach(function (n) { beh.appendChild(badge("cov", n)); });
       row.appendChild(beh);

@@ -95,6 +95,8 @@ def check_expectations(
             out.append("expect.events: the event order differs\n" + _diff(exp.events, tokens))
     if exp.trajectory is not None:
         out.extend(_check_trajectory(exp.trajectory, trace))
+    if exp.usage is not None:
+        out.extend(_check_usage(exp.usage, trace))
     if exp.request_roles is not None:
         requests = trace.requests
         if requests is None:
@@ -114,6 +116,19 @@ def _check_trajectory(spec: Any, trace: Any) -> list[str]:
     except ValueError as exc:  # a regex past its time limit
         return [f"expect.trajectory: {exc}"]
     return [] if failure is None else [f"expect.trajectory: {failure.reason}"]
+
+
+def _check_usage(spec: Any, trace: Any) -> list[str]:
+    from ..usage import Prices, UsageError, budget_problems, over_budget_text, usage_of
+
+    table = spec.price_table()
+    prices = Prices(table) if table is not None else None
+    try:
+        usage = usage_of(trace)
+        over, _cost = budget_problems(usage, spec.budgets(), prices)
+    except UsageError as exc:
+        return [f"expect.usage: {exc}"]
+    return [f"expect.usage: {over_budget_text(over, usage, prices)}"] if over else []
 
 
 def _check_tool_results(

@@ -24,7 +24,7 @@ from pydantic import (
 from openprogram.providers.wire import WireAPI
 
 from .events import parse_event_token
-from .expect_models import TrajectoryExpect
+from .expect_models import TrajectoryExpect, UsageExpect
 
 SCHEMA_VERSION = 1
 
@@ -214,6 +214,15 @@ class CallDef(_Strict):
     unknown_tool: bool = False
 
 
+class TurnUsage(_Strict):
+    """The token counts the model reports for one turn (what ``expect.usage`` sums)."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+
+
 class TurnDef(_Strict):
     """One model response, streamed as thinking → text → calls.
 
@@ -234,6 +243,7 @@ class TurnDef(_Strict):
     aborted: bool = False
     cut: bool = False
     chunk_size: int | None = Field(default=None, ge=1)
+    usage: TurnUsage | None = None
 
     @model_validator(mode="after")
     def _one_ending(self) -> TurnDef:
@@ -409,6 +419,8 @@ class Expectations(_Strict):
     snapshot: bool = False
     trajectory: TrajectoryExpect | None = None
     """The tool calls the model made (see ``expect_models.TrajectoryExpect``)."""
+    usage: UsageExpect | None = None
+    """Token, model-call and cost budgets (see ``expect_models.UsageExpect``)."""
 
 
 # -- the scenario -----------------------------------------------------------------------------

@@ -298,6 +298,8 @@ def build_provider(scenario: Scenario) -> Any:
         return SchemaDrivenProvider(
             seed=spec.seed, tools=spec.tools, per_round=spec.per_round, chunk_size=spec.chunk_size
         )
+    from openprogram.types import Usage
+
     from ..scripted import ScriptedProvider, ScriptedTurn, call, think
 
     turns = []
@@ -319,6 +321,7 @@ def build_provider(scenario: Scenario) -> Any:
                 aborted=t.aborted,
                 cut=t.cut,
                 chunk_size=t.chunk_size,
+                usage=Usage(**t.usage.model_dump()) if t.usage is not None else None,
             )
         )
     return ScriptedProvider(turns)
