@@ -86,7 +86,8 @@ def test_unknown_key_names_the_key_suggests_and_lists_allowed_keys() -> None:
     )
     assert message == (
         "s.yaml:3:5: script[0].texxt: unknown key 'texxt' (did you mean 'text'?); allowed keys: "
-        "thinking, text, calls, stop, error, status, retryable, retry_after, aborted, cut, chunk_size"
+        "thinking, text, calls, stop, error, status, retryable, retry_after, aborted, cut, chunk_size, "
+        "usage"
     )
 
 
