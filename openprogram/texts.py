@@ -12,6 +12,8 @@ long to show is cut: its head and the number of characters left out).
 
 from __future__ import annotations
 
+from typing import Any
+
 ABORTED_TEXT = "Request was aborted"
 """The ``error_message`` of an assistant message cut short by cancellation."""
 
@@ -94,6 +96,21 @@ def whole_text(text: str) -> str:
     return text
 
 
+def whole_values(value: Any) -> Any:
+    """``value`` with ``whole_text`` applied to every string in it (keys included), through
+    dicts, lists and tuples: JSON-like data (tool arguments, report records) that every writer
+    can write.  Values without a lone surrogate come back as they are."""
+    if isinstance(value, str):
+        return whole_text(value)
+    if isinstance(value, dict):
+        return {whole_values(k): whole_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_values(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(whole_values(v) for v in value)
+    return value
+
+
 CLIP_LIMIT = 2_000
 """Characters of one value that messages show by default (see ``clip``)."""
 
@@ -136,4 +153,5 @@ __all__ = [
     "unserialisable_text",
     "validation_header",
     "whole_text",
+    "whole_values",
 ]

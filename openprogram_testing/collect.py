@@ -228,7 +228,9 @@ class ScenarioItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
-            return str(excinfo.value)
+            from openprogram.texts import whole_text
+
+            return whole_text(str(excinfo.value))  # JUnit XML and xdist hold no lone surrogate
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:

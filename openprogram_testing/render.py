@@ -30,6 +30,7 @@ from openprogram.events import (
     TurnEnd,
     TurnStart,
 )
+from openprogram.texts import whole_text
 from openprogram.types import (
     AssistantMessage,
     ImageContent,
@@ -396,7 +397,7 @@ def _plain(lines: list[tuple[str, int, str, str]], numbered: bool) -> str:
     for number, depth, text, _style in lines:
         pad = "  " * depth
         out.append(f"{number.ljust(width)}  {pad}{text}" if numbered else f"{pad}{text}")
-    return "\n".join(out)
+    return whole_text("\n".join(out))
 
 
 def _rich(lines: list[tuple[str, int, str, str]]) -> str:
@@ -410,7 +411,7 @@ def _rich(lines: list[tuple[str, int, str, str]]) -> str:
             row = Text(number.ljust(width) + "  ", style="dim")
             row.append("  " * depth + text, style=style or None)
             console.print(row, soft_wrap=True)
-    return capture.get().rstrip("\n")
+    return whole_text(capture.get().rstrip("\n"))
 
 
 def _renderer(subject: RenderableTrace | RenderableTree, snapshot: bool) -> _Renderer:

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 from .. import _fastjson
 from ..cancel import CancelToken
 from ..events import AssistantMessageEvent, ProviderEventType
+from ..texts import REPLACEMENT, whole_text, whole_values
 from ..types import (
     AssistantContent,
     AssistantMessage,
@@ -69,14 +70,34 @@ class MessageBuilder:
     argument fragments are buffered and parsed once at ``toolcall_end``; JSON that does not parse
     leaves ``arguments={}`` and keeps the text in ``ToolCall.raw_arguments`` so the loop can feed
     an invalid-arguments result back instead of crashing.
+
+    Text enters the conversation here, so this is where a lone UTF-16 surrogate is dealt with
+    (no file, terminal or report can hold one): a pair whose halves arrive in two deltas (JSON's
+    ``"smile \\ud83d"`` then ``"\\ude00 done"``) is joined (the high half waits for the next
+    delta), and any half left alone becomes U+FFFD (``openprogram.texts.whole_text``), in text,
+    thinking, tool-call arguments and error messages alike.
     """
 
-    __slots__ = ("_args", "_open", "message")
+    __slots__ = ("_args", "_held", "_open", "message")
 
     def __init__(self, model: str = "", provider: str = "", api: str = "") -> None:
         self.message = AssistantMessage(model=model, provider=provider, api=api)
         self._args: dict[int, list[str]] = {}
         self._open: dict[int, str] = {}
+        self._held: dict[int, str] = {}
+
+    def _whole(self, index: int, delta: str) -> str:
+        """``delta`` as whole text: a high surrogate held back from the last delta of block
+        ``index`` goes first, and one ending this delta is held back for the next."""
+        text = self._held.pop(index, "") + delta
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            self._held[index] = text[-1]
+            text = text[:-1]
+        return whole_text(text)
+
+    def _release(self, index: int) -> str:
+        """What a block ends with: U+FFFD for a high surrogate that no low one followed."""
+        return REPLACEMENT if self._held and self._held.pop(index, "") else ""
 
     def _ev(
         self, type_: Any, index: int | None = None, delta: str | None = None
@@ -104,11 +125,15 @@ class MessageBuilder:
         return self._open_block(TextContent(""), "text", "text_start")
 
     def text_delta(self, index: int, delta: str) -> AssistantMessageEvent:
+        if self._held or not delta.isascii():
+            delta = self._whole(index, delta)
         block = self.message.content[index]
         block.text += delta  # type: ignore[union-attr]
         return self._ev("text_delta", index, delta=delta)
 
     def text_end(self, index: int) -> AssistantMessageEvent:
+        if self._held:
+            self.message.content[index].text += self._release(index)  # type: ignore[union-attr]
         self._open.pop(index, None)
         return self._ev("text_end", index)
 
@@ -118,11 +143,15 @@ class MessageBuilder:
         return self._open_block(block, "thinking", "thinking_start")
 
     def thinking_delta(self, index: int, delta: str) -> AssistantMessageEvent:
+        if self._held or not delta.isascii():
+            delta = self._whole(index, delta)
         block = self.message.content[index]
         block.thinking += delta  # type: ignore[union-attr]
         return self._ev("thinking_delta", index, delta=delta)
 
     def thinking_end(self, index: int, signature: str | None = None) -> AssistantMessageEvent:
+        if self._held:
+            self.message.content[index].thinking += self._release(index)  # type: ignore[union-attr]
         if signature is not None:
             self.message.content[index].signature = signature  # type: ignore[union-attr]
         self._open.pop(index, None)
@@ -146,13 +175,16 @@ class MessageBuilder:
         call: ToolCall = self.message.content[index]  # type: ignore[assignment]
         raw = "".join(self._args.pop(index, ()))
         if arguments is not None:
-            call.arguments = dict(arguments)
+            call.arguments = whole_values(dict(arguments))
         else:
             parsed, ok = parse_arguments(raw)
             if ok:
-                call.arguments = parsed
+                # a lone surrogate can only come from a non-ASCII character or a \u escape
+                call.arguments = (
+                    parsed if raw.isascii() and "\\u" not in raw else whole_values(parsed)
+                )
             else:
-                call.raw_arguments = raw
+                call.raw_arguments = whole_text(raw)
         self._open.pop(index, None)
         return AssistantMessageEvent("toolcall_end", index, None, call, None, self.message)
 
@@ -197,7 +229,7 @@ class MessageBuilder:
     ) -> AssistantMessageEvent:
         msg = self.message
         msg.stop_reason = reason
-        msg.error_message = error_message
+        msg.error_message = whole_text(error_message)
         msg.error_status = status
         msg.error_retryable = retryable
         msg.error_retry_after_s = retry_after_s

@@ -19,6 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from openprogram.texts import whole_text
+
 from .coverage import Coverage
 
 TestEntry = Mapping[str, Any]
@@ -134,7 +136,7 @@ def render_html(
         detail = {"failure": test.get("failure"), "runs": list(test.get("runs") or [])}
         parts.append(_json_block(f"d-{i}", detail))
     parts.append(f"<script>\n{_asset('report.js')}</script>\n</body>\n</html>\n")
-    return "".join(parts)
+    return whole_text("".join(parts))  # a lone surrogate from a tool or a prompt: U+FFFD
 
 
 def write_html(

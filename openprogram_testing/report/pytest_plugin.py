@@ -118,8 +118,11 @@ class RunRecorder:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if call.when == "teardown":
+            from openprogram.texts import whole_values
+
             runs: list[dict[str, Any]] = item.stash.get(_RUNS, [])
-            report.openprogram_runs = list(runs)  # type: ignore[attr-defined]
+            # pytest-xdist's channel refuses a string with a lone surrogate (execnet DumpError)
+            report.openprogram_runs = whole_values(list(runs))  # type: ignore[attr-defined]
         return report
 
 
@@ -132,9 +135,11 @@ class ScenarioDetails:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if call.when == "call":
+            from openprogram.texts import whole_values
+
             details = scenario_details(item)
             if details is not None:
-                report.openprogram_scenario = details  # type: ignore[attr-defined]
+                report.openprogram_scenario = whole_values(details)  # type: ignore[attr-defined]
         return report
 
 

@@ -19,6 +19,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from openprogram.texts import whole_text
+
 
 @dataclass
 class Row:
@@ -87,7 +89,8 @@ class ScenarioReporter:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.problems.append(f"could not collect {report.nodeid}:\n{report.longreprtext}")
+            text = whole_text(report.longreprtext)
+            self.problems.append(f"could not collect {report.nodeid}:\n{text}")
 
     # -- rows ---------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -106,7 +109,7 @@ class ScenarioReporter:
             row.result = details["result"]
         if report.failed:
             row.passed = False
-            text = report.longreprtext
+            text = whole_text(report.longreprtext)  # any test's own text, written to a terminal
             if row.invalid and text.startswith("invalid scenario file:\n"):
                 text = text[len("invalid scenario file:\n") :]
             row.failure = f"{row.failure}\n{text}" if row.failure else text

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.loop import ABORTED_TEXT
+from openprogram.texts import whole_text, whole_values
 
 from .expectations import check_expectations
 from .model import FunctionChoice, Scenario
@@ -50,7 +51,7 @@ class ScenarioResult:
         lines.extend(f"  - {f}" for f in self.failures)
         if self.timeline:
             lines += ["", "timeline:", self.timeline]
-        return "\n".join(lines)
+        return whole_text("\n".join(lines))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads)."""
@@ -64,21 +65,24 @@ class ScenarioResult:
             if self.trace is not None
             else None
         )
-        return {
-            "kind": "openprogram-scenario-result",
-            "name": self.name,
-            "path": self.path,
-            "passed": self.passed,
-            "failures": list(self.failures),
-            "duration_s": round(self.duration_s, 4),
-            "timeline": self.timeline,
-            "trace": {
-                "events": events,
-                "cap": getattr(self.trace, "cap", None),
-                "steering_mode": getattr(self.trace, "steering_mode", "skip"),
-                "termination": end.termination if end is not None else None,
-            },
-        }
+        record: dict[str, Any] = whole_values(
+            {
+                "kind": "openprogram-scenario-result",
+                "name": self.name,
+                "path": self.path,
+                "passed": self.passed,
+                "failures": list(self.failures),
+                "duration_s": round(self.duration_s, 4),
+                "timeline": self.timeline,
+                "trace": {
+                    "events": events,
+                    "cap": getattr(self.trace, "cap", None),
+                    "steering_mode": getattr(self.trace, "steering_mode", "skip"),
+                    "termination": end.termination if end is not None else None,
+                },
+            }
+        )
+        return record
 
 
 def run_scenario(
