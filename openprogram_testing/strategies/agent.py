@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hypothesis import strategies as st
 
@@ -34,6 +35,10 @@ from .schema import (
 
 if TYPE_CHECKING:
     from ..trace import LoopTrace
+
+_calling: ContextVar[str | None] = ContextVar("openprogram_agent_calling", default=None)
+"""The id of the generated call whose real tool is running: a model call made while it is set
+comes from a run nested in that tool (an agentic function's ``runtime.exec``)."""
 
 Predicate = Callable[["LoopTrace"], Any]
 FailureWhere = Literal["before", "after"]
@@ -62,6 +67,15 @@ class AgentCall:
         return self.message if self.failure is not None else None
 
 
+class Served(NamedTuple):
+    """One model call of a run through a runtime, in the order they were made: ``round`` of the
+    outer run's generated rounds (``None``: a final text), or, with ``owner`` (the id of the
+    generated call whose tool started the nested run), a nested run's final text."""
+
+    round: int | None
+    owner: str | None = None
+
+
 @dataclass(frozen=True)
 class AgentScenario:
     """A generated run of the user's agent (plain data; ``run_sync`` runs it)."""
@@ -80,6 +94,8 @@ class AgentScenario:
     raised: set[str] = field(default_factory=set, compare=False, repr=False)
     """Ids of the calls whose real tool raised during the last run (the tool's own error then
     stands instead of a failure injected after it)."""
+    served: list[Served] = field(default_factory=list, compare=False, repr=False)
+    """What each model call of the last run (with ``runtime``) was answered with, in order."""
 
     def call_id(self, round_index: int, index: int) -> str:
         return f"call_{round_index}_{index}"
@@ -93,20 +109,41 @@ class AgentScenario:
             for i, c in enumerate(batch)
         }
 
+    def round_turn(self, round_index: int) -> ScriptedTurn:
+        """The model's turn for generated round ``round_index`` (its calls, with their ids)."""
+        parts: list[Part] = []
+        for i, c in enumerate(self.rounds[round_index]):
+            scripted = c.call.scripted()
+            scripted.id = self.call_id(round_index, i)
+            parts.append(scripted)
+        return ScriptedTurn(parts=parts)
+
     def build_provider(self) -> ScriptedProvider:
-        """The model: one turn per round, then text turns (enough for every follow-up)."""
-        turns: list[Any] = []
-        for r, batch in enumerate(self.rounds):
-            parts: list[Part] = []
-            for i, c in enumerate(batch):
-                scripted = c.call.scripted()
-                scripted.id = self.call_id(r, i)
-                parts.append(scripted)
-            turns.append(ScriptedTurn(parts=parts))
-        # Enough replies for every follow-up, and (through a runtime) for nested runs, whose
-        # model calls take turns from the same script.
-        turns += [self.final_text] * (len(self.steering) + 1 + (20 if self.runtime else 0))
-        return ScriptedProvider(turns, strict=False)
+        """The model: one turn per round, then text turns (enough for every follow-up).
+
+        Through a runtime, the rounds are the outer run's: a model call made inside a tool
+        (a nested run of an agentic function, whose menu is its own) is answered with the
+        final text, so no round is played into a run that does not offer its tools.  Each
+        answer is recorded in ``served`` (what the exported script replays, in order)."""
+        finals = len(self.steering) + 1
+        if self.runtime is None:
+            turns: list[Any] = [self.round_turn(r) for r in range(len(self.rounds))]
+            return ScriptedProvider(turns + [self.final_text] * finals, strict=False)
+        self.served.clear()
+        outer = iter(range(len(self.rounds)))
+
+        def answer(_request: Any) -> ScriptedTurn | str:
+            owner = _calling.get()
+            if owner is not None:
+                self.served.append(Served(None, owner))
+                return self.final_text
+            r = next(outer, None)
+            self.served.append(Served(r))
+            return self.final_text if r is None else self.round_turn(r)
+
+        # One nested run per executed call at most, unless an agentic function runs several.
+        budget = len(self.rounds) + finals + 2 * len(self.calls) + 20
+        return ScriptedProvider([answer] * budget, strict=False)
 
     def build_tools(self) -> list[AgentTool]:
         """The real tools, each wrapped so this scenario's injected failures happen around it."""
@@ -159,6 +196,7 @@ def _wrap(tool: AgentTool, failures: dict[str, AgentCall], raised: set[str]) -> 
         if planned is not None and planned.failure == "before":
             raise InjectedToolFailure(planned.message)
         given = {"tool_call_id": tool_call_id, "cancel": cancel, "on_update": on_update}
+        calling = _calling.set(tool_call_id)
         try:
             value = original(arguments, **{k: v for k, v in given.items() if k in accepts})
             if inspect.isawaitable(value):
@@ -166,6 +204,8 @@ def _wrap(tool: AgentTool, failures: dict[str, AgentCall], raised: set[str]) -> 
         except Exception:
             raised.add(tool_call_id)
             raise
+        finally:
+            _calling.reset(calling)
         if planned is not None:
             raise InjectedToolFailure(planned.message)
         return value
@@ -347,6 +387,7 @@ __all__ = [
     "AgentCheckFailed",
     "AgentScenario",
     "InjectedToolFailure",
+    "Served",
     "agent_problems",
     "agent_scenarios",
     "check_agent",

@@ -12,6 +12,7 @@ predicate cannot be written in YAML and is named in the description instead.
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -35,18 +36,24 @@ def import_path(tool: Any, known: Mapping[str, str] | None = None) -> str | None
     name = as_agent_tool(tool).name
     if known and name in known:
         return known[name]
-    module = getattr(tool, "__module__", None)
-    qualname = getattr(tool, "__qualname__", None) or getattr(tool, "__name__", None)
-    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
-        target: Any = sys.modules.get(module)
-        for part in qualname.split("."):
-            target = getattr(target, part, None)
-        if target is tool:
-            return f"{module}:{qualname}"
-    # The module that defines its ``execute`` first (where a dict tool is usually written),
-    # then every other loaded module.
     execute = tool.get("execute") if isinstance(tool, Mapping) else getattr(tool, "execute", None)
-    home = getattr(execute, "__module__", None)
+    return object_path(tool, getattr(execute, "__module__", None))
+
+
+def object_path(target: Any, home: str | None = None) -> str | None:
+    """``module:attribute`` under which the very object ``target`` can be imported (a tool, a
+    runtime factory), or ``None``: its own ``__module__``/``__qualname__``, then a search of the
+    loaded modules' globals, starting with ``home``."""
+    module = getattr(target, "__module__", None)
+    qualname = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
+        found: Any = sys.modules.get(module)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        if found is target:
+            return f"{module}:{qualname}"
+    # ``home`` first (for a dict tool, the module that defines its ``execute``: where it is
+    # usually written), then every other loaded module.
     names = [home] if isinstance(home, str) else []
     for module_name in [*names, *list(sys.modules)]:
         loaded = sys.modules.get(module_name)
@@ -54,7 +61,7 @@ def import_path(tool: Any, known: Mapping[str, str] | None = None) -> str | None
         if not isinstance(space, dict) or module_name.startswith(("_pytest", "hypothesis")):
             continue
         for attribute, value in list(space.items()):
-            if value is tool and not attribute.startswith("__"):
+            if value is target and not attribute.startswith("__"):
                 return f"{module_name}:{attribute}"
     return None
 
@@ -92,18 +99,7 @@ def agent_scenario_data(
             "parameters": agent_tool.spec.parameters,
         }
         tools.append({**stub, "sequence": outcomes or [{"returns": None}]})
-    script: list[Any] = []
-    for r, batch in enumerate(scenario.rounds[: trace.model_calls]):
-        turn_calls = []
-        for i, c in enumerate(batch):
-            entry: dict[str, Any] = {"name": c.call.tool, "id": scenario.call_id(r, i)}
-            if c.call.raw is not None:
-                entry["raw_args"] = c.call.raw
-            else:
-                entry["args"] = c.call.arguments
-            turn_calls.append(entry)
-        script.append({"calls": turn_calls})
-    script += [scenario.final_text] * max(0, trace.model_calls - len(scenario.rounds))
+    script = _script(scenario, trace, failed_tools)
     steering = []
     for s in scenario.steering:
         if s.follow_up:
@@ -130,11 +126,57 @@ def agent_scenario_data(
         "tools": tools,
         "script": script,
     }
+    if scenario.runtime is not None:
+        runtime = object_path(scenario.runtime)
+        if runtime is not None:
+            data["runtime"] = runtime
+        else:
+            data["description"] = (
+                f"{description} (the runtime factory cannot be imported by path: add "
+                "runtime: module:attribute by hand)"
+            ).strip()
     if steering:
         data["steering"] = steering
     data["options"] = {"steering_mode": scenario.steering_mode}
     data["expect"] = {"model_calls": trace.model_calls, "tool_results": results}
     return data
+
+
+def _round_entry(scenario: AgentScenario, r: int) -> dict[str, Any]:
+    turn_calls = []
+    for i, c in enumerate(scenario.rounds[r]):
+        entry: dict[str, Any] = {"name": c.call.tool, "id": scenario.call_id(r, i)}
+        if c.call.raw is not None:
+            entry["raw_args"] = c.call.raw
+        else:
+            entry["args"] = c.call.arguments
+        turn_calls.append(entry)
+    return {"calls": turn_calls}
+
+
+def _script(scenario: AgentScenario, trace: LoopTrace, stubbed: set[str]) -> list[Any]:
+    """The model script, one entry per model call the run made.  Through a runtime, the turns
+    as they were served (``scenario.served``): the outer rounds and each nested run's final
+    text in the order played, since the replay's nested runs take the next turns of the same
+    script; a nested run started by a tool exported as a stub does not happen in the replay,
+    so its turns are left out."""
+    if scenario.runtime is not None and scenario.served:
+        calls = scenario.calls
+        script: list[Any] = []
+        for served in scenario.served:
+            if served.owner is not None:
+                owner = calls.get(served.owner)
+                if owner is None or owner.call.tool not in stubbed:
+                    script.append(scenario.final_text)
+            elif served.round is None:
+                script.append(scenario.final_text)
+            else:
+                script.append(_round_entry(scenario, served.round))
+        return script
+    script = [
+        _round_entry(scenario, r) for r in range(min(len(scenario.rounds), trace.model_calls))
+    ]
+    return script + [scenario.final_text] * max(0, trace.model_calls - len(scenario.rounds))
 
 
 def agent_scenario_to_yaml(
@@ -155,6 +197,11 @@ _HEADER = (
 )
 
 
+DESCRIPTION_LIMIT = 2000
+"""Most characters of the failure quoted in an exported scenario's description (cut between
+words, marked with an ellipsis)."""
+
+
 def save_agent_failure(
     scenario: AgentScenario,
     trace: LoopTrace,
@@ -162,7 +209,7 @@ def save_agent_failure(
     import_paths: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the example into ``failure_dir()`` (named by content) and return its path."""
-    reason = " ".join(str(error).split())[:300]
+    reason = textwrap.shorten(str(error), DESCRIPTION_LIMIT, placeholder=" …")
     text = agent_scenario_to_yaml(
         scenario,
         trace,
@@ -191,9 +238,11 @@ def report_agent_failure(
 
 
 __all__ = [
+    "DESCRIPTION_LIMIT",
     "agent_scenario_data",
     "agent_scenario_to_yaml",
     "import_path",
+    "object_path",
     "report_agent_failure",
     "save_agent_failure",
 ]
