@@ -551,6 +551,30 @@ def _choice(scenario: Scenario) -> Any:
     return choice.model_dump() if hasattr(choice, "model_dump") else choice
 
 
+def _emulator_script(scenario: Any) -> tuple[list[Any], str | None, dict[int, list[Any]]]:
+    """What ``emulator --scenario`` serves: the scenario's model script, or its cassette with
+    the scenario's faults (interaction index → its faults)."""
+    if scenario.cassette is None:
+        from .scenarios import build_provider
+
+        return list(build_provider(scenario).turns), None, {}
+    from .cassettes import CassetteError, load_interactions
+    from .scenarios.checks import cassette_file
+    from .scenarios.replay import mutations_for
+
+    path, refused = cassette_file(scenario)
+    if path is None:
+        raise UsageProblem(str(refused))
+    try:
+        count = len(load_interactions(path))
+        built = mutations_for(scenario.cassette.faults, count)
+    except (CassetteError, OSError, ValueError) as exc:
+        raise UsageProblem(f"cannot serve {path}: {exc}") from None
+    if isinstance(built, dict):
+        return [], str(path), built
+    return [], str(path), {i: list(built) for i in range(count)} if built else {}
+
+
 @app.command()
 def emulator(
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).")] = 0,
@@ -559,7 +583,10 @@ def emulator(
         list[str] | None, typer.Option("--reply", help="A text reply to serve (repeatable).")
     ] = None,
     scenario_file: Annotated[
-        Path | None, typer.Option("--scenario", help="Serve this scenario's model script.")
+        Path | None,
+        typer.Option(
+            "--scenario", help="Serve this scenario's model script, or its cassette and faults."
+        ),
     ] = None,
     cassette: Annotated[
         Path | None, typer.Option("--cassette", help="Serve the responses of this cassette.")
@@ -574,12 +601,7 @@ def emulator(
     except ImportError as exc:  # pragma: no cover - the emulator ships with the harness
         raise UsageProblem(f"the provider emulator is not available: {exc}") from None
     if scenario_file is not None:
-        from .scenarios import build_provider
-
-        scenario = load_scenario(scenario_file)
-        if scenario.cassette is not None:
-            raise UsageProblem(f"{scenario_file} replays a cassette; use --cassette instead")
-        turns = build_provider(scenario).turns
+        turns, cassette_path, faults = _emulator_script(load_scenario(scenario_file))
         try:
             served = emulator_module.serve(
                 turns,
@@ -587,8 +609,10 @@ def emulator(
                 port=port,
                 fallback=emulator_module.echo_responder if echo else None,
                 on_ready=lambda e: emulator_module.announce(e, lambda t: out.print(escape(t))),
+                cassette=cassette_path,
+                faults=faults,
             )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, TypeError) as exc:
             raise UsageProblem(str(exc)) from None
         out.print(f"served {len(served.requests)} request(s)")
         return

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..faults import Mutation
 from ..scripted import TurnLike
 from .server import ProviderEmulator, echo_responder
 
@@ -32,15 +33,17 @@ def serve(
     strict: bool = False,
     fallback: TurnLike | None = echo_responder,
     cassette: str | None = None,
+    faults: Mapping[int, Sequence[Mutation]] | None = None,
 ) -> ProviderEmulator:
     """Run an emulator in the foreground until ``stop_event`` is set or Ctrl-C; ``on_ready``
-    gets the started emulator (its URLs).  ``fallback`` answers requests past the script;
-    ``None`` means none does (each gets the strict emulator's HTTP 500 naming it, not an
-    echo).  Returns the stopped emulator (its ``requests``)."""
+        gets the started emulator (its URLs).  ``faults`` maps a cassette's interaction index to the
+    faults of its response.  ``fallback`` answers requests past the script;
+        ``None`` means none does (each gets the strict emulator's HTTP 500 naming it, not an
+        echo).  Returns the stopped emulator (its ``requests``)."""
     strict = strict or fallback is None
     options: dict[str, Any] = {"strict": strict, "fallback": fallback, "host": host, "port": port}
     emulator = (
-        ProviderEmulator.from_cassette(cassette, **options)
+        ProviderEmulator.from_cassette(cassette, faults=faults, **options)
         if cassette is not None
         else ProviderEmulator(turns, **options)
     )

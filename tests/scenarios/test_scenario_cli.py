@@ -10,6 +10,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -290,10 +291,73 @@ def test_record_refuses_without_api_keys(tmp_path: Path, capsys, monkeypatch) ->
     assert not (tmp_path / "c.yaml").exists()
 
 
-def test_emulator_refuses_a_cassette_scenario_as_script(capsys) -> None:
-    scenario = ROOT / "scenarios" / "scenario_40_cassette_openai_chat_weather.yaml"
-    code, _, err = cli(capsys, "emulator", "--scenario", str(scenario))
-    assert code == 2 and "replays a cassette; use --cassette instead" in err
+def _cassette_scenario(tmp_path: Path, faults: str) -> Path:
+    """A cassette scenario beside a two-interaction chat recording made against the emulator."""
+    import httpx
+
+    from openprogram_testing.cassettes import use_cassette
+    from openprogram_testing.emulator import ProviderEmulator
+
+    with ProviderEmulator(["first", "second"]) as emu:
+        with use_cassette(tmp_path / "chat.yaml", record_mode="once"):
+            for _ in range(2):
+                httpx.post(
+                    emu.openai_base_url + "/chat/completions",
+                    json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                )
+    source = tmp_path / "scenario_faulty.yaml"
+    source.write_text(
+        "prompt: hi\ncassette:\n  path: chat.yaml\n  api: openai_chat\n  faults:\n" + faults
+    )
+    return source
+
+
+def test_emulator_serves_a_cassette_scenario_with_its_faults(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """`emulator --scenario` on a cassette scenario serves the recording with the scenario's
+    faults: interaction 0 replaced by a 429 with retry-after, interaction 1 as recorded."""
+    import threading
+
+    import openai
+
+    from openprogram_testing import emulator as emulator_module
+
+    source = _cassette_scenario(
+        tmp_path, '    - {http_error: 429, headers: {retry-after: "7"}, interaction: 0}\n'
+    )
+    real_serve = emulator_module.serve
+    seen: list[Any] = []
+
+    def serve_then_stop(*args: Any, **kwargs: Any) -> Any:
+        stop = threading.Event()
+
+        def ready(emu: Any) -> None:
+            client = openai.OpenAI(base_url=emu.openai_base_url, api_key="t", max_retries=0)
+            messages = [{"role": "user", "content": "hi"}]
+            with pytest.raises(openai.RateLimitError) as err:
+                client.chat.completions.create(model="m", messages=messages)
+            seen.append(err.value.response.headers["retry-after"])
+            seen.append(client.chat.completions.create(model="m", messages=messages))
+            stop.set()
+
+        return real_serve(*args, **{**kwargs, "on_ready": ready, "stop_event": stop})
+
+    monkeypatch.setattr(emulator_module, "serve", serve_then_stop)
+    code, out, err = cli(capsys, "emulator", "--scenario", str(source))
+    assert code == 0, err
+    assert seen[0] == "7" and seen[1].choices[0].message.content == "second"
+    assert "served 2 request(s)" in out
+
+
+def test_emulator_refuses_faults_it_cannot_serve(tmp_path: Path, capsys) -> None:
+    source = _cassette_scenario(tmp_path, "    - {rechunk: [1]}\n")
+    code, _, err = cli(capsys, "emulator", "--scenario", str(source))
+    assert code == 2 and "Rechunk shapes recorded bodies" in err
+    (tmp_path / "beyond").mkdir()
+    beyond = _cassette_scenario(tmp_path / "beyond", "    - {truncate_after: 1, interaction: 5}\n")
+    code, _, err = cli(capsys, "emulator", "--scenario", str(beyond))
+    assert code == 1 and "interaction 5 does not exist" in err  # refused when loading
 
 
 def test_usage_errors(capsys) -> None:
