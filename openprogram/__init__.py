@@ -33,7 +33,7 @@ from .loop import (
 )
 from .providers.base import Context, MessageBuilder, Provider, StreamOptions
 from .registry import Registry, agentic_function, default_registry, function
-from .runs import PollPoint, RunInfo
+from .runs import Handover, PollPoint, RunInfo
 from .runtime import DecisionError, NestingTooDeep, ProviderError, RunRecord, Runtime
 from .tools import AgentTool, ToolError, ToolResult, as_agent_tool
 from .types import (
@@ -69,6 +69,7 @@ __all__ = [
     "DecisionError",
     "EventStream",
     "Function",
+    "Handover",
     "ImageContent",
     "LoopConfig",
     "Message",

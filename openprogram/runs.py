@@ -9,7 +9,8 @@ receives one only if it declares a positional parameter (``def source(point): ..
 decides that once per run (``wants_poll_point``), so a source without the parameter costs nothing
 extra.
 
-``MessageQueue`` is the thread-safe queue behind ``Runtime.steer`` and ``Runtime.follow_up``.
+``MessageQueue`` is the thread-safe queue behind ``Runtime.steer`` and ``Runtime.follow_up``;
+``Handover`` is what a run observer is told when a run takes messages from it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ class RunInfo:
     kind: RunKind = "exec"
     tools: tuple[str, ...] = ()
 
+    @property
+    def outermost(self) -> bool:
+        """The outermost work run of an ``exec``: the one ``Runtime.steer()``/``follow_up()``
+        feed, and the only one a source without a ``PollPoint`` parameter is polled in (such a
+        source cannot tell the runs apart)."""
+        return self.depth == 0 and self.kind == "exec"
+
 
 @dataclass(frozen=True, slots=True)
 class PollPoint:
@@ -84,6 +92,25 @@ class PollPoint:
     batch_done: bool
     depth: int = 0
     run: RunInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """Messages the runtime took from its ``steer()``/``follow_up()`` queue and handed to a
+    run, at the poll that took them: ``point`` says where (its ``run``, ``round``,
+    ``call_index``, ...), ``kind`` which queue.  The loop delivers them at the start of the next
+    round, or reports them ``undelivered`` when the run ends first."""
+
+    point: PollPoint
+    messages: tuple[UserMessage, ...]
+
+    @property
+    def kind(self) -> HookKind:
+        return self.point.hook
+
+    @property
+    def run(self) -> RunInfo | None:
+        return self.point.run
 
 
 MessageSource: TypeAlias = Callable[
@@ -170,6 +197,7 @@ def check_drain_mode(mode: object) -> None:
 
 __all__ = [
     "DrainMode",
+    "Handover",
     "HookKind",
     "MessageQueue",
     "MessageSource",

@@ -34,6 +34,7 @@ import contextlib
 import inspect
 import itertools
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -50,8 +51,10 @@ from .providers.base import Provider, ToolChoice
 from .registry import Registry, agent_tools, default_registry, trim_tools
 from .runs import (
     DrainMode,
+    Handover,
     MessageQueue,
     MessageSource,
+    PollPoint,
     RunInfo,
     RunKind,
     check_drain_mode,
@@ -89,7 +92,11 @@ class NestingTooDeep(BaseException):
 
 
 RunObserver = Callable[[RunInfo, AgentEvent], Any]
-"""Receives every event of every run with the run's ``RunInfo``; may be async (awaited)."""
+"""Receives every event of every run with the run's ``RunInfo``; may be async (awaited).  One
+with a ``handed_over`` method (a ``HandoverObserver``) is told each ``Handover`` too."""
+
+HandoverObserver = Callable[[Handover], Any]
+"""Told each ``Handover`` when a run takes messages from the runtime's queues; may be async."""
 
 _current_tools: ContextVar[tuple[AgentTool, ...] | None] = ContextVar(
     "openprogram_current_tools", default=None
@@ -246,7 +253,12 @@ class Runtime:
     @contextlib.contextmanager
     def observe(self, observer: RunObserver) -> Iterator[RunObserver]:
         """Call ``observer(run_info, event)`` for every event of every run started while the
-        ``with`` block is open (nested runs and ``choices=`` asks included), then stop."""
+        ``with`` block is open (nested runs and ``choices=`` asks included), then stop.
+
+        An observer with a ``handed_over(handover)`` method is also told, when it happens, each
+        time a run takes messages from the ``steer()``/``follow_up()`` queues: a ``Handover``
+        naming the run, the ``PollPoint`` and the messages (the loop delivers them later, or
+        reports them undelivered)."""
         if not callable(observer):
             raise TypeError(f"observe() takes a callable, got {observer!r}")
         self._observers = (*self._observers, observer)
@@ -442,15 +454,20 @@ class Runtime:
         outermost run.  The configured source is polled first so that, if it raises, nothing
         has been taken from the queue.
         """
-        outermost = info.depth == 0 and info.kind == "exec"
         steering = self.get_steering_messages
         follow_up = self.get_follow_up_messages
-        if not outermost:
+        if not info.outermost:
             return (
                 steering if wants_poll_point(steering) else None,
                 follow_up if wants_poll_point(follow_up) else None,
             )
-        return _with_queue(self._steering, steering), _with_queue(self._follow_ups, follow_up)
+        told = tuple(
+            tell for o in self._observers if (tell := getattr(o, "handed_over", None)) is not None
+        )
+        return (
+            _with_queue(self._steering, steering, told),
+            _with_queue(self._follow_ups, follow_up, told),
+        )
 
     async def _drain(
         self, stream: AgentStream, config: LoopConfig, state: _RunState | None = None
@@ -464,14 +481,16 @@ class Runtime:
             if state is not None and type(event) is ToolExecutionStart:
                 state.call_id = event.tool_call_id
                 state.call_name = event.tool_name
+            # ``is not None`` first: most observers return nothing, and ``isawaitable`` on
+            # ``None`` costs an ABC check per event per observer.
             if on_event is not None:
                 outcome = on_event(event)
-                if inspect.isawaitable(outcome):
+                if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             if observers and info is not None:
                 for observer in observers:
                     outcome = observer(info, event)
-                    if inspect.isawaitable(outcome):
+                    if outcome is not None and inspect.isawaitable(outcome):
                         await outcome
         if state is not None:
             state.call_id = state.call_name = None
@@ -526,10 +545,15 @@ _CHOICES: RunKind = "choices"
 _CHOOSE = (CHOOSE_TOOL,)
 
 
-def _with_queue(queue: MessageQueue, source: MessageSource | None) -> MessageSource:
+def _with_queue(
+    queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...] = ()
+) -> MessageSource:
     """A run's source: the configured ``source`` (if any), then one drain of ``queue``.  It
-    declares the ``PollPoint`` parameter only when ``source`` does, so a plain source costs the
-    loop no poll point."""
+    declares the ``PollPoint`` parameter only when ``source`` does or an observer is to be
+    ``told`` what the queue handed over (and where), so a plain run costs the loop no poll
+    point."""
+    if told:
+        return _told_source(queue, source, told)
     if source is None:
         return queue.take
     if wants_poll_point(source):
@@ -543,6 +567,36 @@ def _with_queue(queue: MessageQueue, source: MessageSource | None) -> MessageSou
         return await _then_queue(source(), queue)
 
     return bare
+
+
+def _told_source(
+    queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...]
+) -> MessageSource:
+    """``_with_queue``'s source when observers want each ``Handover`` as it happens: it takes
+    the ``PollPoint`` (to say where) and polls ``source`` as ``_with_queue`` would."""
+    takes_point = wants_poll_point(source)
+
+    async def source_and_queue(point: PollPoint) -> list[UserMessage | str]:
+        polled: Any = None if source is None else source(point) if takes_point else source()
+        if inspect.isawaitable(polled):
+            polled = await polled
+        taken = queue.take()
+        if taken:
+            handover = Handover(point, tuple(taken))
+            for tell in told:
+                try:
+                    outcome = tell(handover)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception as exc:  # observing a run must not lose what it was handed
+                    warnings.warn(
+                        f"run observer {tell!r} failed: {type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+        return [*(polled or ()), *taken]
+
+    return source_and_queue
 
 
 async def _then_queue(polled: Any, queue: MessageQueue) -> list[UserMessage | str]:
@@ -576,6 +630,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "STACK_RESERVE",
     "DecisionError",
+    "HandoverObserver",
     "NestingTooDeep",
     "ProviderError",
     "RunObserver",

@@ -371,7 +371,7 @@ async def _call(source: _Source | None, point: PollPoint) -> list[UserMessage]:
         return []
     if wants_poll_point(source):
         value: Any = source(point)
-    elif point.run is None or (point.run.depth == 0 and point.run.kind == "exec"):
+    elif point.run is None or point.run.outermost:
         value = source()
     else:
         return []

@@ -23,16 +23,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram import RunInfo, run_sync
-from openprogram.events import AgentEvent, MessageEnd, MessageStart, TurnStart
+from openprogram import Handover, RunInfo, run_sync
+from openprogram.events import AgentEvent, MessageStart
 from openprogram.loop import effective_cap
-from openprogram.types import AssistantMessage, ToolResultMessage, UserMessage
+from openprogram.types import AssistantMessage, UserMessage
 
 from .invariants import check_invariants as check_tree_invariants
 from .render import render_snapshot, render_timeline
 from .rounds import opening_prompts
 from .scripted import ModelRequest
-from .steering import Delivery, DeliveryKind, RunLike, RunPath, SteeringSchedule, run_path
+from .steering import Delivery, RunLike, RunPath, SteeringSchedule, run_path
 from .trace import NESTED_RUN, LoopTrace, annotate, announce_trace
 
 CHOICES_STEP = ":choices"
@@ -142,18 +142,18 @@ class TraceTree:
 
 
 class _Recorder:
-    """The run observer: every event of every run, grouped by run, plus what the runtime's
-    steering queues held (a message taken from them is handed over, not a stray user message)."""
+    """The run observer: every event of every run, grouped by run, and what each run took from
+    the runtime's ``steer()``/``follow_up()`` queues, as the runtime reports it when it hands it
+    over (so such a message is a handed-over one, not a stray user message)."""
 
     def __init__(self, runtime: Any) -> None:
-        self.runtime = runtime
         self.order: list[str] = []
         self.infos: dict[str, RunInfo] = {}
         self.events: dict[str, list[AgentEvent]] = {}
         self.requests: dict[str, list[ModelRequest]] = {}
-        recorded = getattr(runtime.active_provider, "requests", None)
+        recorded = getattr(runtime.provider, "requests", None)
         self.provider_requests: list[Any] | None = recorded if isinstance(recorded, list) else None
-        self.queued: dict[int, str] = {}  # id(message) -> "steering" / "follow_up"
+        self.handovers: dict[str, list[Handover]] = {}
         self.times: dict[str, list[float]] = {}
 
     def __call__(self, info: RunInfo, event: AgentEvent) -> None:
@@ -175,11 +175,10 @@ class _Recorder:
             # The model call that produced this message is the provider's latest request: runs
             # nest inside tool calls, never beside each other, so requests arrive in run order.
             self.requests[run_id].append(self.provider_requests[-1])
-        if info.depth == 0 and info.kind == "exec":
-            for m in self.runtime.queued_steering:
-                self.queued[id(m)] = "steering"
-            for m in self.runtime.queued_follow_ups:
-                self.queued[id(m)] = "follow_up"
+
+    def handed_over(self, handover: Handover) -> None:
+        if handover.run is not None:
+            self.handovers.setdefault(handover.run.run_id, []).append(handover)
 
 
 async def run_exec(
@@ -266,7 +265,7 @@ def _build(
             path = (*parent.path, info.tool_name or "?")
         events = recorder.events[run_id]
         handed = [d for d in delivered if d.run is not None and d.run.run_id == run_id]
-        handed.extend(_from_queues(events, recorder.queued, handed, info))
+        handed.extend(_deliveries(recorder.handovers.get(run_id, ()), path))
         trace = LoopTrace.from_events(
             events,
             cap=cap if parent is None else effective_cap(None),
@@ -290,37 +289,20 @@ def _build(
     return root
 
 
-def _from_queues(
-    events: Sequence[AgentEvent],
-    queued: dict[int, str],
-    handed: Sequence[Delivery],
-    info: RunInfo,
-) -> list[Delivery]:
-    """Deliveries of messages the run took from the runtime's ``steer``/``follow_up`` queues."""
-    if not queued:
-        return []
-    known = {id(d.message) for d in handed}
+def _deliveries(handovers: Sequence[Handover], path: RunPath) -> list[Delivery]:
+    """What a run took from the runtime's queues as ``Delivery`` records, placed as a schedule
+    places its own: after a call, for the next round; at the first poll, for round 0; at the
+    end of a round or for a follow-up, for the next round."""
     out: list[Delivery] = []
-    round_no = -1
-    first_skipped: int | None = None  # in the round before: steering taken mid-batch
-    previous_skip: int | None = None
-    results = 0
-    for e in events:
-        if type(e) is TurnStart:
-            round_no += 1
-            results = 0
-            previous_skip, first_skipped = first_skipped, None
-        elif type(e) is MessageEnd and isinstance(e.message, ToolResultMessage):
-            if e.message.skipped and first_skipped is None:
-                first_skipped = results
-            results += 1
-        elif type(e) is MessageEnd and isinstance(e.message, UserMessage):
-            kind = queued.get(id(e.message))
-            if kind is not None and id(e.message) not in known:
-                hook: DeliveryKind = "follow_up" if kind == "follow_up" else "steering"
-                # Taken right after the call before the first skipped one, if calls were skipped.
-                index = previous_skip - 1 if hook == "steering" and previous_skip else None
-                out.append(Delivery(e.message, hook, None, round_no, index, None, info, ()))
+    for h in handovers:
+        p = h.point
+        after = p.calls_in_run - 1 if p.call_index is not None else None
+        target = p.round + 1 if p.batch_done or p.call_index is not None else 0
+        if p.hook == "follow_up":
+            target = p.round + 1
+        out.extend(
+            Delivery(m, p.hook, after, target, p.call_index, None, p.run, path) for m in h.messages
+        )
     return out
 
 

@@ -209,3 +209,10 @@ def test_smoke_w5_replays_every_adapter_through_its_sdk(tmp_path: Path) -> None:
         for kind in ("openprogram", "vcrpy raw"):
             row = rows[f"{kind} ({name})"]
             assert 0 < row["min"] <= row["median"] <= row["max"]
+
+
+def test_the_exec_path_comparison_runs_both_paths() -> None:
+    from bench.exec_path import exec_path, loop_path
+
+    loop_path()
+    exec_path()

@@ -196,6 +196,8 @@ def test_runtime_steer_from_a_tool_is_a_handed_over_message() -> None:
     runtime_box.append(runtime)
     tree = run_exec_sync(runtime, "weather", tools=[lookup])
     assert [d.message.text for d in tree.trace.deliveries] == ["also check Oslo"]
+    (d,) = tree.trace.deliveries  # where the runtime handed it over: after call 0 of round 0
+    assert (d.kind, d.round, d.call_index, d.after_tool, d.run) == ("steering", 1, 0, 0, tree.run)
     assert_skipped(tree, ["lookup"])
     check_invariants(tree)
 

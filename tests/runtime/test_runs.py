@@ -12,6 +12,7 @@ import pytest
 from openprogram import (
     AgentContext,
     AgentEvent,
+    Handover,
     LoopConfig,
     PollPoint,
     ProviderError,
@@ -445,3 +446,38 @@ def test_a_polled_string_is_one_steering_message() -> None:
     steered = [m for m in messages if m.role == "user" and m.text == "change course"]
     assert len(steered) == 1
     assert provider.requests[1].messages[-1].text == "change course"
+
+
+def test_an_observer_is_told_what_each_run_takes_from_the_queues_when_it_takes_it() -> None:
+    """``handed_over`` hears each take from ``steer()``/``follow_up()`` at the poll that took
+    it (run, poll point, kind, the very message objects); a plain observer hears nothing."""
+    runtime, provider, tool = _steered_runtime()
+    provider.turns.insert(-1, "after the follow-up")  # room for one follow-up round
+    runtime.follow_up("and then?")
+    seen: list[tuple[str, int, int | None, list[str]]] = []
+    delivered: list[int] = []
+
+    class Observer:
+        def __call__(self, info: RunInfo, event: AgentEvent) -> None:
+            if event.type == "message_end" and event.message.role == "user":  # type: ignore[union-attr]
+                delivered.append(id(event.message))  # type: ignore[union-attr]
+
+        def handed_over(self, handover: Handover) -> None:
+            assert handover.run is not None and handover.run.outermost
+            assert handover.point.run is handover.run
+            p = handover.point
+            seen.append((handover.kind, p.round, p.call_index, [m.text for m in handover.messages]))
+            # told when it happens: the loop has not delivered the messages yet
+            assert not {id(m) for m in handover.messages} & set(delivered)
+
+    with runtime.observe(Observer()):
+        runtime.exec("go", tools=[tool])
+    assert seen == [
+        ("steering", 0, 0, ["first"]),
+        ("steering", 1, None, ["second"]),
+        ("follow_up", 2, None, ["and then?"]),
+    ]
+    record = runtime.last_run
+    assert record is not None
+    delivered = [m for m in record.messages if m.role == "user"][1:]
+    assert [m.text for m in delivered] == ["first", "second", "and then?"]
