@@ -28,7 +28,7 @@ ADD_SCHEMA = {
 
 
 def version() -> str:
-    return _dist_version("openprogram")
+    return _dist_version("openprogram-loop")
 
 
 _current: list[Script] = []
