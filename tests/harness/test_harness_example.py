@@ -55,6 +55,7 @@ def test_the_example_project_passes_its_own_tests(tmp_path: Path) -> None:
     # 3 of them in tests/test_properties.py, 1 the YAML scenario over the project's real tools
     assert "exit=0" in out and "9 passed" in out, out
     assert "1 snapshot passed" in out, out  # compared with the committed snapshot, not rewritten
+    assert "warning" not in out.lower(), out  # a user copying the example sees a clean run
 
 
 def documented_requirement(extras: str) -> str:
@@ -108,6 +109,7 @@ def test_the_built_wheel_in_fresh_virtualenvs(tmp_path: Path) -> None:
     project = _copy_example(tmp_path)
     out = _pytest(full, project, env)
     assert "exit=0" in out and "1 snapshot passed" in out, out
+    assert "warning" not in out.lower(), out
     assert re.search(r"\b\d+ passed", out) and not re.search(r"\d+ (failed|error)", out), out
     where = subprocess.run(
         [str(full), "-c", "import openprogram_testing; print(openprogram_testing.__file__)"],
