@@ -340,6 +340,9 @@ def _show_json(file: Path, text: str) -> str:
         verdict = "PASSED" if data.get("passed") else "FAILED"
         header = f"scenario {data.get('name')!r}: {verdict}\n"
         header += "".join(f"  - {f}\n" for f in data.get("failures") or [])
+        runs = data.get("runs")
+        if isinstance(runs, list) and len(runs) > 1 and isinstance(data.get("timeline"), str):
+            return header + str(data["timeline"])  # a tree of runs: its timeline has every lane
         data = data.get("trace") or {}
     raw = data.get("events") if isinstance(data, dict) else data
     if not isinstance(raw, list):

@@ -1,8 +1,10 @@
 """Checks a scenario needs beyond its field types, run when it is validated (so ``validate``
 finds every problem that ``run`` would, without running anything).
 
-- tool names: the script calls declared tools only (or marks ``unknown_tool: true``); nested
-  runs and ``tool_choice`` name declared tools; imported tools count as declared;
+- tool names: the script calls tools some run offers (the outermost run's declared and
+  imported tools, and the menus nested runs offer, read by ``menus``), or marks
+  ``unknown_tool: true``; nested runs and ``tool_choice`` name declared tools;
+  ``steering[].run`` and ``expect.runs`` name runs the scenario can start;
 - tool parameter schemas are valid JSON Schema (checked once per distinct schema, so a
   scenario with 200,000 tools sharing a few schemas validates in linear time);
 - ``import:`` and ``runtime:`` paths import and give what they must (see ``imports``);
@@ -25,6 +27,7 @@ from typing import Any
 from openprogram.choices import CHOOSE_TOOL
 
 from .imports import ImportProblem, load_runtime, load_tools
+from .menus import Menus, describe, run_menus
 from .model import FunctionChoice, Scenario
 
 Loc = tuple[str | int, ...]
@@ -86,35 +89,69 @@ def _check_imports(scenario: Scenario, roots: Sequence[Path], found: Found) -> s
     return names
 
 
+def scenario_menus(scenario: Scenario) -> Menus:
+    """The menu of every run the scenario can start (see ``menus``): its tools for the
+    outermost run, and what the agentic tools offer their nested runs."""
+    from openprogram.tools import as_agent_tool
+
+    outer: dict[str, Any] = {name: None for name in scenario.stub_tool_names()}
+    for tools in scenario.imported_tools.values():
+        for obj in tools:
+            outer[as_agent_tool(obj).name] = obj
+    stubs: dict[str, set[str]] = {}
+    for tool in scenario.tools:
+        for outcome in [tool, *(tool.sequence or [])]:
+            if outcome.agentic is not None and tool.name is not None:
+                stubs.setdefault(tool.name, set()).update(outcome.agentic.tools)
+    return run_menus(outer, stubs)
+
+
 def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
     listed = ", ".join(sorted(declared)) or "none"
+    menus = scenario_menus(scenario)
+    nested = len(menus) > 1
+    offered = set().union(*(m for m in menus.values() if m is not None))
+    unreadable = any(m is None for m in menus.values())
     if any(
         o.agentic is not None and o.agentic.choices
         for tool in scenario.tools
         for o in [tool, *(tool.sequence or [])]
     ):  # a forced decision offers the model its `choose` tool
         declared = declared | {CHOOSE_TOOL}
+        offered.add(CHOOSE_TOOL)
     for i, entry in enumerate(scenario.script or []):
         if isinstance(entry, str):
             continue
         for j, c in enumerate(entry.calls):
             where: Loc = ("script", i, "calls", j, "name")
-            if c.name not in declared and not c.unknown_tool:
-                found.append(
-                    (
-                        where,
-                        f"the script calls tool {c.name!r}, which is not declared in 'tools' "
-                        f"(declared: {listed}); mark the call 'unknown_tool: true' to test the "
-                        '"not found" path',
+            if c.unknown_tool:
+                if c.name in declared and not nested:
+                    found.append(
+                        (
+                            where,
+                            f"the call is marked 'unknown_tool: true' but tool {c.name!r} is "
+                            "declared",
+                        )
                     )
+                continue  # with nested runs, the runner judges it by the run that makes it
+            if c.name in offered or (nested and unreadable):
+                continue
+            if nested:
+                message = (
+                    f"the script calls tool {c.name!r}, which no run offers ({describe(menus)})"
                 )
-            elif c.name in declared and c.unknown_tool:
-                found.append(
-                    (
-                        where,
-                        f"the call is marked 'unknown_tool: true' but tool {c.name!r} is declared",
-                    )
+            else:
+                message = (
+                    f"the script calls tool {c.name!r}, which is not declared in 'tools' "
+                    f"(declared: {listed})"
                 )
+            found.append(
+                (
+                    where,
+                    message + "; mark the call 'unknown_tool: true' to test the \"not found\" path",
+                )
+            )
+    _check_run_paths(scenario, menus, found)
     for i, tool in enumerate(scenario.tools):
         outcomes: list[tuple[Loc, Any]] = [(("tools", i), tool)]
         outcomes += [(("tools", i, "sequence", k), o) for k, o in enumerate(tool.sequence or [])]
@@ -145,6 +182,42 @@ def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
                 f"tool_choice names tool {choice.name!r}, which is not declared in 'tools'",
             )
         )
+
+
+def _check_run_paths(scenario: Scenario, menus: Menus, found: Found) -> None:
+    """``steering[].run`` and ``expect.runs`` name runs the scenario can start."""
+    from ..steering import run_path
+
+    def problem(raw: str) -> str | None:
+        path = run_path(raw)
+        if not path or path in menus:
+            return None if path else "a run path names at least one tool"
+        if any(menus.get(path[:k], set()) is None for k in range(len(path))):
+            return None  # beneath a menu the code does not show: the run decides
+        runs = ", ".join("/".join(p) for p in menus if p) or "none"
+        return (
+            f"no run at {raw!r}: a nested run is started by an agentic tool (runs this "
+            f"scenario can start: {runs})"
+        )
+
+    for i, entry in enumerate(scenario.steering):
+        if entry.run is not None:
+            text = problem(entry.run)
+            if text is not None:
+                found.append((("steering", i, "run"), text))
+    for key, expect in (scenario.expect.runs or {}).items():
+        where: Loc = ("expect", "runs", key)
+        text = problem(key)
+        if text is not None:
+            found.append((where, text))
+        for inner in ("runs", "snapshot"):
+            if inner in expect.model_fields_set:
+                found.append(
+                    (
+                        (*where, inner),
+                        f"'{inner}' belongs to the outermost run's expectations only",
+                    )
+                )
 
 
 def _check_schemas(scenario: Scenario, found: Found) -> None:
@@ -276,4 +349,11 @@ def check_roots(roots: Sequence[Path]) -> list[Path]:
     return [Path(r).resolve() for r in roots]
 
 
-__all__ = ["PROJECT_MARKERS", "cassette_file", "check", "check_roots", "scenario_root"]
+__all__ = [
+    "PROJECT_MARKERS",
+    "cassette_file",
+    "check",
+    "check_roots",
+    "scenario_menus",
+    "scenario_root",
+]

@@ -205,7 +205,9 @@ class ToolDef(Outcome):
 class CallDef(_Strict):
     """A tool call in a model turn.  ``args`` are JSON-encoded; ``raw_args`` is sent verbatim
     instead (e.g. invalid JSON).  A call to a tool the scenario does not declare is a load error
-    unless ``unknown_tool: true`` says the test wants the "not found" path."""
+    unless ``unknown_tool: true`` says the test wants the "not found" path; "declared" means
+    offered by the run that makes the call (a nested run of an agentic function offers its
+    own menu)."""
 
     name: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
@@ -348,9 +350,12 @@ class CallPosition(_Strict):
 class SteeringDef(_Strict):
     """One scheduled user message: exactly one of ``after_tool`` (global 0-based index of executed
     calls), ``after_call`` (call ``index`` of round ``round``), ``before_round`` (0 = with the
-    prompt) or ``follow_up: true``."""
+    prompt) or ``follow_up: true``.  ``run`` targets a nested run by the path of tool names
+    that led to it (``plan_trip/compare_options``), as ``SteeringSchedule``'s ``run=`` does;
+    the default is the outermost run."""
 
     message: str
+    run: str | None = Field(default=None, min_length=1)
     after_tool: int | None = Field(default=None, ge=0)
     after_call: CallPosition | None = None
     before_round: int | None = Field(default=None, ge=0)
@@ -421,6 +426,10 @@ class Expectations(_Strict):
     """The tool calls the model made (see ``expect_models.TrajectoryExpect``)."""
     usage: UsageExpect | None = None
     """Token, model-call and cost budgets (see ``expect_models.UsageExpect``)."""
+    runs: dict[str, Expectations] | None = None
+    """Expectations of nested runs, by the tool path that led to each (``plan_trip`` or
+    ``plan_trip/compare_options``; the first run at that path, as ``tree[path]``), made of the
+    same keys; ``runs`` and ``snapshot`` belong to the outermost run only."""
 
 
 # -- the scenario -----------------------------------------------------------------------------

@@ -32,7 +32,11 @@ MIN_CHECK_S = 0.5
 @dataclass(slots=True)
 class ScenarioResult:
     """The outcome of one scenario: ``passed``, the failed expectations (``failures``), the trace
-    and its rendered timeline.  ``failure_text`` is what test reports show."""
+    and its rendered timeline.  ``failure_text`` is what test reports show.
+
+    ``trace`` is the outermost run's ``LoopTrace``; a scenario run through ``Runtime.exec``
+    also has its ``tree`` (a ``TraceTree``: ``result.tree["plan/compare"]``), which the
+    timeline and the snapshot show whole."""
 
     name: str
     path: str | None
@@ -42,6 +46,7 @@ class ScenarioResult:
     timeline: str = ""
     duration_s: float = 0.0
     snapshot_written: bool = False
+    tree: Any = None
 
     @property
     def failure_text(self) -> str:
@@ -54,35 +59,43 @@ class ScenarioResult:
         return whole_text("\n".join(lines))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads)."""
-        from openprogram.events import AgentEnd
+        """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads).
+        ``trace`` is the outermost run; ``runs`` lists every run with its tool path (one entry
+        for a bare loop run, the nested runs of a ``Runtime.exec`` run after it)."""
+        from ..tree import TraceTree
 
-        events = []
-        if self.trace is not None:
-            events = [e.model_dump(mode="json") for e in self.trace.events]
-        end = (
-            next((e for e in reversed(self.trace.events) if isinstance(e, AgentEnd)), None)
-            if self.trace is not None
-            else None
-        )
-        record: dict[str, Any] = whole_values(
-            {
-                "kind": "openprogram-scenario-result",
-                "name": self.name,
-                "path": self.path,
-                "passed": self.passed,
-                "failures": list(self.failures),
-                "duration_s": round(self.duration_s, 4),
-                "timeline": self.timeline,
-                "trace": {
-                    "events": events,
-                    "cap": getattr(self.trace, "cap", None),
-                    "steering_mode": getattr(self.trace, "steering_mode", "skip"),
-                    "termination": end.termination if end is not None else None,
-                },
-            }
-        )
+        nodes: list[tuple[str, Any]] = []
+        if isinstance(self.tree, TraceTree):
+            nodes = [("/".join(node.path), node.trace) for node in self.tree.walk()]
+        elif self.trace is not None:
+            nodes = [("", self.trace)]
+        runs = [_run_dict(path, trace) for path, trace in nodes]
+        record: dict[str, Any] = whole_values({
+            "kind": "openprogram-scenario-result",
+            "name": self.name,
+            "path": self.path,
+            "passed": self.passed,
+            "failures": list(self.failures),
+            "duration_s": round(self.duration_s, 4),
+            "timeline": self.timeline,
+            "trace": runs[0] if runs else {"events": [], "cap": None, "steering_mode": "skip",
+                                            "termination": None},
+            "runs": runs,
+        })  # fmt: skip
         return record
+
+
+def _run_dict(path: str, trace: Any) -> dict[str, Any]:
+    from openprogram.events import AgentEnd
+
+    end = next((e for e in reversed(trace.events) if isinstance(e, AgentEnd)), None)
+    return {
+        "path": path,
+        "events": [e.model_dump(mode="json") for e in trace.events],
+        "cap": trace.cap,
+        "steering_mode": trace.steering_mode,
+        "termination": end.termination if end is not None else None,
+    }
 
 
 def run_scenario(
@@ -157,16 +170,11 @@ async def arun_scenario(
             provider.assert_complete()
         except AssertionError as exc:
             failures.append(f"model script: {exc}")
+        failures.extend(check_menus(provider, trace, scenario))
     check_deadline = max(deadline, time.monotonic() + MIN_CHECK_S)
     failures.extend(check_expectations(scenario, trace, deadline=check_deadline))
     if scenario.check_invariants:
-        from ..invariants import check_invariants
-
-        try:
-            check_invariants(trace)
-        except AssertionError as exc:
-            text = str(exc).split("\n\nrun timeline:\n")[0]  # the timeline is shown below
-            failures.append(text if text.startswith("loop invariant") else f"invariant: {text}")
+        failures.extend(_check_invariants(trace))
     written = False
     if scenario.expect.snapshot:
         from .snapshots import check_snapshot
@@ -176,16 +184,32 @@ async def arun_scenario(
         )
         if problem:
             failures.append(problem)
+    from ..tree import TraceTree
+
+    tree = trace if isinstance(trace, TraceTree) else None
     return ScenarioResult(
         name=name,
         path=path,
         passed=not failures,
         failures=failures,
-        trace=trace,
+        trace=tree.trace if tree is not None else trace,
         timeline=render_timeline(trace),
         duration_s=time.perf_counter() - started,
         snapshot_written=written,
+        tree=tree,
     )
+
+
+def _check_invariants(ran: Any) -> list[str]:
+    """The loop invariants on every run of ``ran`` (a trace, or a tree with its nested runs)."""
+    from ..invariants import check_invariants
+
+    try:
+        check_invariants(ran)
+    except AssertionError as exc:
+        text = str(exc).split("\n\nrun timeline:\n")[0]  # the timeline is shown below
+        return [text if text.startswith("loop invariant") else f"invariant: {text}"]
+    return []
 
 
 STOP_GRACE_S = 2.0
@@ -213,6 +237,8 @@ def loop_options(scenario: Scenario, runtime: Any = None) -> dict[str, Any]:
     the defaults the scenario leaves open)."""
     options = scenario.options
     choice: Any = options.tool_choice
+    if choice is None and runtime is not None:
+        choice = "auto"  # what Runtime.exec sends unless told otherwise
     if isinstance(choice, FunctionChoice):
         choice = {"type": "function", "name": choice.name}
     system_prompt = scenario.system_prompt
@@ -235,26 +261,49 @@ def loop_options(scenario: Scenario, runtime: Any = None) -> dict[str, Any]:
 
 
 def _runtime(scenario: Scenario, provider: Any, model: str) -> Any:
-    """The ``Runtime`` imported agentic functions run their nested runs on."""
+    """The ``Runtime`` the scenario runs on, or ``None`` for a bare loop run.
+
+    A scenario with nested runs (an imported agentic function, an ``agentic:`` stub), with
+    imported tools or with a ``runtime:`` factory runs through ``Runtime.exec``, as the
+    application does: its runs are traced as a tree and its requests are the ones ``exec``
+    sends.  The scenario's own options win over the factory's defaults."""
     if scenario.runtime is not None:
         from .imports import load_runtime
 
         roots = [scenario.root] if scenario.root is not None else []
-        return load_runtime(scenario.runtime, provider, roots)
-    if scenario.imported_tools:
+        runtime = load_runtime(scenario.runtime, provider, roots)
+        if "model" in scenario.options.model_fields_set or scenario.cassette is not None:
+            runtime.model = model
+    elif scenario.imported_tools or _has_agentic_stub(scenario):
         from openprogram.runtime import Runtime
 
-        return Runtime(provider, model=model)
-    return None
+        runtime = Runtime(provider, model=model)
+    else:
+        return None
+    options = scenario.options
+    if scenario.system_prompt is not None:
+        runtime.system_prompt = scenario.system_prompt
+    if options.tool_timeout_s is not None:
+        runtime.tool_timeout_s = options.tool_timeout_s
+    if "steering_mode" in options.model_fields_set or scenario.runtime is None:
+        runtime.steering_mode = options.steering_mode
+    return runtime
+
+
+def _has_agentic_stub(scenario: Scenario) -> bool:
+    return any(o.agentic is not None for t in scenario.tools for o in [t, *(t.sequence or [])])
 
 
 async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
-    """Run the loop; returns the trace, the scripted provider (``None`` for cassettes) and
-    failures found while running (a cassette left with unplayed interactions)."""
+    """Run the scenario; returns what ran (a ``LoopTrace``, or the ``TraceTree`` of a run
+    through ``Runtime.exec``), the scripted provider (``None`` for cassettes) and failures
+    found while running (a cassette left with unplayed interactions, an exception of
+    ``exec`` that is not the run's own ending)."""
     model = scenario.options.model
     if scenario.cassette is None:
         provider = build_provider(scenario)
-        return await _run_loop(scenario, provider, model), provider, []
+        done, found = await _run(scenario, provider, model)
+        return done, provider, found
     from ..cassettes import CassetteError, use_cassette
     from .checks import cassette_file
     from .replay import cassette_adapter, mutations_for
@@ -264,7 +313,8 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
     if cassette_path is None:
         raise ValueError(refused)
     adapter, model, count = cassette_adapter(cassette.api, cassette_path, model)
-    trace: Any = None
+    ran: Any = None
+    failures: list[str] = []
     try:
         with use_cassette(
             cassette_path,
@@ -272,24 +322,80 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
             allow_unplayed=cassette.allow_unplayed,
             mutations=mutations_for(cassette.faults, count),
         ):
-            trace = await _run_loop(scenario, adapter, model)
+            ran, failures = await _run(scenario, adapter, model)
     except CassetteError as exc:
-        if trace is None:
+        if ran is None:
             raise
-        return trace, None, [f"cassette: {exc}"]  # raised when the cassette closed
-    return trace, None, []
+        return ran, None, [*failures, f"cassette: {exc}"]  # raised when the cassette closed
+    return ran, None, failures
 
 
-async def _run_loop(scenario: Scenario, provider: Any, model: str) -> Any:
-    """The scenario's loop run over ``provider`` (its script, or a cassette's adapter): its tools
-    and options, through a ``Runtime`` when it imports real tools."""
+async def _run(scenario: Scenario, provider: Any, model: str) -> tuple[Any, list[str]]:
+    """The scenario's run over ``provider`` (its script, or a cassette's adapter): a bare loop
+    run, or a ``Runtime.exec`` run traced as a tree (see ``_runtime``)."""
     from ..trace import run_loop
 
     runtime = _runtime(scenario, provider, model)
     tools = build_tools(scenario, provider, model, runtime)
-    return await run_loop(
-        provider, scenario.prompt_list, model=model, tools=tools, **loop_options(scenario, runtime)
+    if runtime is None:
+        trace = await run_loop(
+            provider, scenario.prompt_list, model=model, tools=tools, **loop_options(scenario)
+        )
+        return trace, []
+    from openprogram import CancelledRun, ProviderError
+
+    from ..tree import run_exec
+
+    options = loop_options(scenario, runtime)
+    tree = await run_exec(
+        runtime,
+        scenario.prompt_list,
+        schedule=options["schedule"],
+        raises=False,
+        tools=tools,
+        tool_choice=options["tool_choice"],
+        parallel_tool_calls=options["parallel_tool_calls"],
+        max_iterations=options["max_iterations"],
     )
+    failure = tree.exception
+    ending = {"error": ProviderError, "aborted": CancelledRun}.get(tree.termination)
+    if failure is None or (ending is not None and isinstance(failure, ending)):
+        return tree, []
+    return tree, [f"the run raised {type(failure).__name__}: {_text(failure)}"]
+
+
+def check_menus(provider: Any, ran: Any, scenario: Scenario) -> list[str]:
+    """Each scripted call judged by the menu of the run that made it: the tools the model
+    request it answered really offered (the validator can only read menus from code)."""
+    from ..tree import TraceTree
+
+    requests = getattr(provider, "requests", None)
+    if not isinstance(ran, TraceTree) or not isinstance(requests, list):
+        return []
+    runs = {id(r): node for node in ran.walk() for r in node.trace.requests or []}
+    turns = scenario.turns
+    out: list[str] = []
+    for request in requests:
+        node = runs.get(id(request))
+        if node is None or request.index >= len(turns):
+            continue
+        offered = {t.name for t in request.tools}
+        where = "the outermost run" if not node.path else f"run {'/'.join(node.path)}"
+        for j, c in enumerate(turns[request.index].calls):
+            loc = f"script[{request.index}].calls[{j}]"
+            if c.unknown_tool and c.name in offered:
+                out.append(
+                    f"{loc}.name: the call is marked 'unknown_tool: true' but {where}, which "
+                    f"makes it, offers tool {c.name!r}"
+                )
+            elif not c.unknown_tool and c.name not in offered:
+                listed = ", ".join(sorted(offered)) or "none"
+                out.append(
+                    f"{loc}.name: the script calls tool {c.name!r} in {where}, which offers "
+                    f"{listed}; mark the call 'unknown_tool: true' to test the \"not found\" "
+                    "path"
+                )
+    return out
 
 
 def build_provider(scenario: Scenario) -> Any:
@@ -339,14 +445,17 @@ def build_schedule(scenario: Scenario) -> Any:
 
     schedule = SteeringSchedule()
     for entry in scenario.steering:
+        run = entry.run
         if entry.after_tool is not None:
-            schedule.after_tool(entry.after_tool, entry.message)
+            schedule.after_tool(entry.after_tool, entry.message, run=run)
         elif entry.after_call is not None:
-            schedule.after_call(entry.after_call.round, entry.after_call.index, entry.message)
+            schedule.after_call(
+                entry.after_call.round, entry.after_call.index, entry.message, run=run
+            )
         elif entry.before_round is not None:
-            schedule.before_round(entry.before_round, entry.message)
+            schedule.before_round(entry.before_round, entry.message, run=run)
         else:
-            schedule.follow_up(entry.message)
+            schedule.follow_up(entry.message, run=run)
     for message in scenario.follow_ups:
         schedule.follow_up(message)
     return schedule

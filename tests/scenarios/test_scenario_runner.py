@@ -321,7 +321,9 @@ def test_agentic_tool_runs_a_nested_loop_on_the_same_script() -> None:
         expect={"final_text": "outer answer"},
     )
     assert result.passed, result.failure_text
-    nested_request = result.trace.requests[1]
+    # The nested run is part of the scenario's trace tree; the outer trace holds its own calls.
+    assert [len(result.trace.requests or []), len(result.tree.runs)] == [2, 2]
+    nested_request = (result.tree["outer"].trace.requests or [])[0]
     assert [m.text for m in nested_request.messages] == ["inner 1"]
     assert nested_request.tools == []
     got = [(r.tool_name, r.is_error, r.text) for r in result.trace.tool_results]
