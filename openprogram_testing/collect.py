@@ -202,7 +202,7 @@ class ScenarioItem(pytest.Item):
         from .scenarios import run_scenario
 
         self.result = run_scenario(
-            self.scenario,
+            _with_ini_defaults(self.scenario, self.config),
             snapshot=self._snapshot(),
             snapshot_hint="--snapshot-update",
             time_limit_s=time_limit(self.config),
@@ -246,3 +246,16 @@ __all__ = [
     "import_roots",
     "time_limit",
 ]
+
+
+def _with_ini_defaults(scenario: Scenario, config: pytest.Config) -> Scenario:
+    """The scenario with the ini's cassette defaults for what its file does not say
+    (``openprogram_cassette_match_body = false`` relaxes body matching where ``match_body``
+    is not written)."""
+    cassette = scenario.cassette
+    if cassette is None or "match_body" in cassette.model_fields_set:
+        return scenario
+    if bool(config.getini("openprogram_cassette_match_body")):
+        return scenario
+    relaxed = cassette.model_copy(update={"match_body": False})
+    return scenario.model_copy(update={"cassette": relaxed})

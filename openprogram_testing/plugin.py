@@ -76,6 +76,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini(
+        "openprogram_cassette_match_body",
+        "Cassette replay compares the JSON bodies of model calls with the recorded ones "
+        "(default: true).  false relaxes it for every `cassette` fixture and YAML cassette "
+        "scenario that does not say otherwise.",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
         "openprogram_check_invariants",
         "Check the loop invariants on every `loop_runner` run (default: true).",
         type="bool",
@@ -87,8 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Shared hook (one per module): register every marker of the harness here."""
     config.addinivalue_line(
         "markers",
-        "op_cassette(name=None, *, match_body=False, allow_unplayed=False, mutations=()): "
-        "the cassette the `cassette` fixture replays (default: cassettes/<module>/<test>.yaml)",
+        "op_cassette(name=None, *, match_body=True, ignore_paths=(), allow_unplayed=False, "
+        "mutations=()): the cassette the `cassette` fixture replays (default: "
+        "cassettes/<test file path>/<test name>.yaml)",
     )
     # -- harness markers ---------------------------------------------------------------------------
     config.addinivalue_line(
@@ -184,15 +193,24 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     args = marker.args if marker else ()
     kwargs = dict(marker.kwargs) if marker else {}
     name = args[0] if args else kwargs.pop("name", None)
-    allowed = {"match_body", "allow_unplayed", "mutations", "redact_values", "record_mode"}
+    allowed = {
+        "match_body",
+        "ignore_paths",
+        "allow_unplayed",
+        "mutations",
+        "redact_values",
+        "record_mode",
+    }
     unknown = set(kwargs) - allowed
     if unknown or len(args) > 1:
         raise pytest.UsageError(
-            f"@pytest.mark.op_cassette takes a name and match_body=, allow_unplayed=, "
-            f"mutations=, redact_values=, record_mode=; got {sorted(unknown) or args[1:]}"
+            f"@pytest.mark.op_cassette takes a name and match_body=, ignore_paths=, "
+            f"allow_unplayed=, mutations=, redact_values=, record_mode=; "
+            f"got {sorted(unknown) or args[1:]}"
         )
     mode = str(request.config.getoption("--openprogram-record-mode") or "none")
     kwargs.setdefault("record_mode", mode)
+    kwargs.setdefault("match_body", bool(request.config.getini("openprogram_cassette_match_body")))
     with contextlib.ExitStack() as stack:
         if kwargs["record_mode"] != "none":
             from openprogram.providers import guard

@@ -10,7 +10,7 @@ only when a cassette is opened or loaded.
 
 from .errors import CassetteError, CassetteLeakError, CassetteMismatch, ScriptExhaustedWarning
 from .files import EXPECTED_SHAPES, load_interactions
-from .matching import first_json_difference
+from .matching import NORMALISATIONS, first_json_difference
 from .redaction import (
     DEFAULT_SECRET_FIELDS,
     DEFAULT_SECRET_HEADERS,
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_SECRET_HEADERS",
     "DEFAULT_SECRET_QUERY_PARAMS",
     "EXPECTED_SHAPES",
+    "NORMALISATIONS",
     "RECORD_MODES",
     "REDACTED",
     "CassetteError",

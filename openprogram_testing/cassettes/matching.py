@@ -2,33 +2,42 @@
 
 A request matches a recorded one on **method + host + path** (paths compared percent-decoded:
 botocore sends ``nova-micro-v1%3A0`` where the Anthropic SDK's Bedrock client sends ``:``), and
-with ``match_body=True`` also on the **JSON body** (compared parsed, so key order and spacing do
-not matter; bytes when either side is not JSON; Gemini bodies in one spelling, as the API reads
-``function_call`` and ``functionCall`` alike).  Headers and the query string are never
-compared: they carry what changes on every request without changing its meaning (AWS SigV4
-re-signs ``Authorization``, ``X-Amz-Date``, ``X-Amz-Security-Token``, ``amz-sdk-invocation-id``
-and ``amz-sdk-request`` each time; SDKs add retry counters, user agents and idempotency keys;
-recorders strip ``key=`` from query strings).
+a **model call** (a request to one of the wire APIs' endpoints) also on its **JSON body**, unless
+body matching is turned off: for a model call the body *is* the prompt, the system prompt, the
+history and the tools, so a test whose prompt changed must not replay the old answers.  Bodies
+are compared after :data:`NORMALISATIONS` (what legitimately differs between two identical
+calls) and without the user's ``ignore_paths``; other requests match on the route alone.
+Headers and the query string are never compared: they carry what changes on every request
+without changing its meaning (AWS SigV4 re-signs ``Authorization``, ``X-Amz-Date``,
+``X-Amz-Security-Token``, ``amz-sdk-invocation-id`` and ``amz-sdk-request`` each time; SDKs add
+retry counters, user agents and idempotency keys; recorders strip ``key=`` from query strings).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote
 
 from ..wire import FORMATS, route
 from ..wire.gemini import camel_keys
+from .errors import CassetteError
 
 __all__ = [
     "MISSING",
+    "NORMALISATIONS",
     "ROUTE_MATCHERS",
+    "BodyMatch",
+    "JsonPath",
     "body_matches",
     "first_json_difference",
     "host_matches",
     "method_matches",
+    "model_call_api",
     "parse_json",
     "path_matches",
     "request_json",
@@ -151,15 +160,180 @@ def path_matches(r1: Any, r2: Any) -> None:
         raise AssertionError(f"path {r1.path} != {r2.path}")
 
 
+# -- JSON paths ----------------------------------------------------------------------------
+
+_SEGMENT = re.compile(
+    r"""\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)|\.(?P<star>\*)|\[(?P<index>[0-9]+)\]|\[(?P<all>\*)\]"""
+    r"""|\[(?P<quoted>"(?:[^"\\]|\\.)*")\]|\[(?P<single>'[^']*')\]"""
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JsonPath:
+    """A JSON path in the notation the mismatch message prints (``$.messages[0].content``,
+    ``$["x-key"]``), plus ``*`` for every key or element (``$.tools[*].description``,
+    ``$.metadata.*``).  No filters, no recursive descent: a path names places, it does not
+    search for them, so what is ignored is plain to read."""
+
+    text: str
+    steps: tuple[str | int | None, ...]
+    """Keys (``str``), indices (``int``) and wildcards (``None``)."""
+
+    @classmethod
+    def parse(cls, text: str) -> JsonPath:
+        if not isinstance(text, str) or not text.startswith("$"):
+            raise CassetteError(
+                f"ignore_paths: {text!r} is not a JSON path (write it as the mismatch message "
+                'does: "$.messages[0].content", "$.tools[*].description", \'$["x-key"]\')'
+            )
+        steps: list[str | int | None] = []
+        pos = 1
+        while pos < len(text):
+            m = _SEGMENT.match(text, pos)
+            if m is None:
+                raise CassetteError(
+                    f"ignore_paths: {text!r} is not a JSON path: cannot read {text[pos:]!r} "
+                    '(segments are .name, [0], [*], .* and ["any key"])'
+                )
+            if m["name"] is not None:
+                steps.append(m["name"])
+            elif m["index"] is not None:
+                steps.append(int(m["index"]))
+            elif m["quoted"] is not None:
+                steps.append(str(json.loads(m["quoted"])))
+            elif m["single"] is not None:
+                steps.append(m["single"][1:-1])
+            else:
+                steps.append(None)
+            pos = m.end()
+        if not steps:
+            raise CassetteError(
+                "ignore_paths: '$' would ignore the whole body; use match_body=False"
+            )
+        return cls(text, tuple(steps))
+
+    def remove(self, document: Any) -> None:
+        """Take the places this path names out of ``document`` (in place): dict keys are
+        deleted, list elements become ``None`` (so the positions of the others stay put)."""
+        level: list[Any] = [document]
+        for depth, step in enumerate(self.steps):
+            last = depth == len(self.steps) - 1
+            following: list[Any] = []
+            for node in level:
+                if isinstance(node, dict):
+                    keys = list(node) if step is None else [step] if step in node else []
+                    for key in keys:
+                        if last:
+                            del node[key]
+                        else:
+                            following.append(node[key])
+                elif isinstance(node, list):
+                    if step is None:
+                        indices = list(range(len(node)))
+                    elif isinstance(step, int) and step < len(node):
+                        indices = [step]
+                    else:
+                        indices = []
+                    for i in indices:
+                        if last:
+                            node[i] = None
+                        else:
+                            following.append(node[i])
+            level = following
+
+
+# -- model calls and their bodies ----------------------------------------------------------
+
+
+NORMALISATIONS: Final[dict[str, tuple[str, ...]]] = {
+    "gemini": (
+        "$.contents[*].parts[*].functionCall.id",
+        "$.contents[*].parts[*].functionResponse.id",
+    ),
+}
+"""What legitimately differs between two identical model calls, per API, as ignored paths.
+Besides these, bodies are compared parsed (key order, spacing and ``1`` vs ``1.0`` never
+matter), after the redaction the recording had (a key in a body never makes a mismatch) and,
+for Gemini, in one spelling (camelCase: proto3 JSON reads ``function_call`` too).
+Gemini: 2.x models send function calls without ids, so each client makes its own up (randomly,
+when the response has no ``responseId``) and sends them back with the call and its result."""
+
+_MODEL_CALL_SUFFIXES: Final = (
+    ("/chat/completions", "openai_chat"),
+    ("/responses", "openai_responses"),
+    ("/messages", "anthropic"),
+)
+
+
+def model_call_api(path: str) -> str | None:
+    """The wire API a request path calls (``None``: not a model call).  The endpoints the
+    emulator serves, plus the OpenAI and Anthropic paths under any prefix (Azure deployments,
+    gateways)."""
+    path = unquote(path.split("?", 1)[0]).rstrip("/")
+    found = route(path)
+    if found is not None:
+        return found.api
+    for suffix, api in _MODEL_CALL_SUFFIXES:
+        if path.endswith(suffix):
+            return api
+    return None
+
+
+@functools.cache
+def _normalisation_paths(api: str) -> tuple[JsonPath, ...]:
+    return tuple(JsonPath.parse(text) for text in NORMALISATIONS.get(api, ()))
+
+
+class BodyMatch:
+    """How bodies of model calls are compared: after :data:`NORMALISATIONS` and without the
+    places ``ignore_paths`` name.  :meth:`difference` says where two bodies differ;
+    :meth:`matcher` is the vcrpy matcher built on it."""
+
+    def __init__(self, ignore_paths: Sequence[str] = ()) -> None:
+        if isinstance(ignore_paths, str):
+            raise CassetteError(
+                f"ignore_paths takes a list of JSON paths, got the string {ignore_paths!r}"
+            )
+        self.ignore_paths = tuple(JsonPath.parse(p) for p in ignore_paths)
+
+    def _normalised(self, api: str, document: Any) -> Any:
+        """``document`` (a fresh parse, edited in place) without what is not compared."""
+        for path in (*_normalisation_paths(api), *self.ignore_paths):
+            path.remove(document)
+        return document
+
+    def difference(
+        self, path: str, recorded_body: Any, actual_body: Any
+    ) -> tuple[str, Any, Any] | None:
+        """Where the request body differs from the recorded one (``(json_path, recorded,
+        actual)``; both ``"<not JSON>"`` for bytes that differ), or ``None`` when they match or
+        the request is not a model call."""
+        api = model_call_api(path)
+        if api is None:
+            return None
+        a, b = parse_json(recorded_body), parse_json(actual_body)
+        if a is MISSING or b is MISSING:
+            if (recorded_body or b"") != (actual_body or b""):
+                return "$", "<not JSON>", "<not JSON>"
+            return None
+        if api == "gemini":  # one spelling: the API reads function_call and functionCall alike
+            a, b = camel_keys(a), camel_keys(b)
+        return first_json_difference(self._normalised(api, a), self._normalised(api, b))
+
+    def matcher(self) -> Matcher:
+        def body_matches(r1: Any, r2: Any) -> None:
+            """Model-call bodies equal (see :class:`BodyMatch`); r1 is the request, r2 the
+            recorded one."""
+            found = self.difference(r1.path, r2.body, r1.body)
+            if found is not None:
+                raise AssertionError(f"bodies differ at {found[0]}")
+
+        return body_matches
+
+
 def body_matches(r1: Any, r2: Any) -> None:
-    """Bodies equal as parsed JSON (bytes when either side is not JSON)."""
-    a, b = request_json(r1), request_json(r2)
-    if a is MISSING or b is MISSING:
-        if (r1.body or b"") != (r2.body or b""):
-            raise AssertionError("bodies differ")
-        return
-    if first_json_difference(a, b) is not None:
-        raise AssertionError("JSON bodies differ")
+    """The default body matcher: model-call bodies equal after :data:`NORMALISATIONS`."""
+    _DEFAULT_BODY_MATCHER(r1, r2)
 
 
 Matcher = Callable[[Any, Any], None]
@@ -175,3 +349,6 @@ def requests_match(r1: Any, r2: Any, matchers: tuple[Matcher, ...] = ROUTE_MATCH
     except AssertionError:
         return False
     return True
+
+
+_DEFAULT_BODY_MATCHER: Final = BodyMatch().matcher()

@@ -37,15 +37,7 @@ from ..faults import FaultError, MutableResponse, Mutation, apply_mutations
 from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
-from .matching import (
-    MISSING,
-    ROUTE_MATCHERS,
-    body_matches,
-    first_json_difference,
-    request_json,
-    requests_match,
-    show,
-)
+from .matching import ROUTE_MATCHERS, BodyMatch, requests_match, show
 from .redaction import RedactionRules, Redactor
 
 __all__ = [
@@ -67,6 +59,12 @@ class CassetteSession:
     replays (or records) the HTTP traffic inside the ``with`` block from the cassette at
     ``path`` (``.yaml`` added when there is no suffix; ``.har`` files replay only).
 
+    ``match_body`` (default on): a model call (a request to a wire API's endpoint) matches a
+    recorded one only if its JSON body does too, after the normalisations of
+    :data:`~.matching.NORMALISATIONS` and without the places ``ignore_paths`` names (JSON paths
+    as the mismatch message prints them: ``["$.metadata", "$.tools[*].description"]``).  Turn it
+    off for recordings whose bodies another client made.
+
     ``mutations`` is a list of :mod:`openprogram_testing.faults` mutations applied to every
     played response, or ``{interaction_index: [mutations]}`` to address single interactions.
     ``redact_values`` are extra secret values to keep out of the file; ``redact_headers``,
@@ -81,7 +79,8 @@ class CassetteSession:
         path: str | os.PathLike[str],
         *,
         record_mode: str = "none",
-        match_body: bool = False,
+        match_body: bool = True,
+        ignore_paths: Sequence[str] = (),
         allow_unplayed: bool = False,
         mutations: MutationSpec = (),
         redact_values: Sequence[str] = (),
@@ -103,7 +102,8 @@ class CassetteSession:
                 ".yaml cassette (record_mode must be 'none' here)"
             )
         self.record_mode = record_mode
-        self.match_body = match_body
+        self.match_body = bool(match_body)
+        self.body_match = BodyMatch(ignore_paths)
         self.allow_unplayed = allow_unplayed
         self.mutations = _check_mutations(mutations)
         if redaction is not None and not isinstance(redaction, RedactionRules):
@@ -164,7 +164,8 @@ class CassetteSession:
             )
         vcr_internals.install_playback_hook()
         cls = vcr_internals.make_cassette_class(self)
-        match_on = [*ROUTE_MATCHERS, *([body_matches] if self.match_body else [])]
+        body = [self.body_match.matcher()] if self.match_body else []
+        match_on = [*ROUTE_MATCHERS, *body]
         context = cls.use(
             path=str(self.path),
             serializer=Serializer(self.path, self._scan_for_leaks),
@@ -384,16 +385,23 @@ class CassetteSession:
         if unplayed and self.match_body:
             index = unplayed[0]
             stored = cassette.data[index][0]
-            a, b = request_json(stored), request_json(request)
-            if a is not MISSING and b is not MISSING:
-                found = first_json_difference(a, b)
-                if found:
-                    where, old, new = found
-                    return (
-                        f"{head}: the body differs from interaction {index} (the next unplayed "
-                        f"one for this route) at {where}: recorded {show(old)}, got {show(new)}"
-                    )
-            return f"{head}: the body differs from interaction {index} (bodies are not JSON)"
+            found = self.body_match.difference(request.path, stored.body, request.body)
+            relax = (
+                "If that part of the body legitimately differs between runs, leave it out of "
+                "the comparison (ignore_paths=[...]) or turn body matching off for this "
+                "cassette (match_body=False); if the test changed what it asks, re-record."
+            )
+            if found is None or found[1] == "<not JSON>":
+                return (
+                    f"{head}: the body differs from interaction {index} (the next unplayed "
+                    f"one for this route; bodies are not JSON). {relax}"
+                )
+            where, old, new = found
+            return (
+                f"{head}: the body differs from interaction {index} (the next unplayed one "
+                f"for this route) at {where}: recorded {show(old)}, got {show(new)}. "
+                + relax.replace("ignore_paths=[...]", f"ignore_paths=[{where!r}]")
+            )
         if route:
             return (
                 f"{head}: all {len(route)} recorded interaction(s) for this route were already "

@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    field_validator,
     model_validator,
 )
 
@@ -319,13 +320,29 @@ class Mutation(_Strict):
 class CassetteRef(_Strict):
     """Replay a recorded cassette through a real adapter instead of a model script.  ``path`` is
     relative to the scenario file and must stay inside the scenario's root (see
-    ``checks.scenario_root``); ``api`` picks the adapter."""
+    ``checks.scenario_root``); ``api`` picks the adapter.  ``match_body`` (default on): each
+    model call must send the recorded body, but for ``ignore_paths`` (JSON paths); turn it off
+    for a recording another client made."""
 
     path: str = Field(min_length=1)
     api: WireAPI
     faults: list[Mutation] = Field(default_factory=list)
-    match_body: bool = False
+    match_body: bool = True
+    ignore_paths: list[str] = Field(default_factory=list)
     allow_unplayed: bool = False
+
+    @field_validator("ignore_paths")
+    @classmethod
+    def _json_paths(cls, paths: list[str]) -> list[str]:
+        from ..cassettes.errors import CassetteError
+        from ..cassettes.matching import JsonPath
+
+        for path in paths:
+            try:
+                JsonPath.parse(path)
+            except CassetteError as exc:
+                raise ValueError(str(exc)) from None
+        return paths
 
 
 class SchemaDrivenDef(_Strict):

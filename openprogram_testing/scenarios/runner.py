@@ -319,6 +319,7 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
         with use_cassette(
             cassette_path,
             match_body=cassette.match_body,
+            ignore_paths=cassette.ignore_paths,
             allow_unplayed=cassette.allow_unplayed,
             mutations=mutations_for(cassette.faults, count),
         ):

@@ -22,7 +22,6 @@ from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.types import AssistantMessage, ToolCall
-from openprogram_testing.cassettes import use_cassette
 from openprogram_testing.faults import Rechunk, TruncateAfter, split_frames
 from openprogram_testing.trace import LoopTrace, run_loop
 from tests.cassettes._cassette_catalog import (
@@ -36,6 +35,7 @@ from tests.cassettes._cassette_catalog import (
     first_prompt,
     ids,
     interactions,
+    replay_shared,
     request_json,
     tool_schemas,
 )
@@ -140,7 +140,7 @@ async def test_every_recording_replays_through_the_official_sdk(
     conformance_cassettes: Path, recording: Recording
 ) -> None:
     recorded = interactions(conformance_cassettes, recording)
-    with use_cassette(conformance_cassettes / recording.name) as cassette:
+    with replay_shared(conformance_cassettes / recording.name) as cassette:
         for interaction in recorded:
             status = interaction["response"]["status"]["code"]
             if status >= 400:
@@ -179,7 +179,7 @@ def test_any_chunking_of_a_recorded_stream_gives_the_same_messages(
     expected = expected_turn(recording.api, interactions(folder, recording)[index]["response"])
 
     async def replay() -> Turn:
-        with use_cassette(
+        with replay_shared(
             folder / recording.name,
             mutations={index: [Rechunk(sizes=sizes)]},
             allow_unplayed=True,
@@ -250,7 +250,7 @@ async def test_the_full_loop_replays_every_recording(
 ) -> None:
     recorded = interactions(conformance_cassettes, recording)
     per_run = len(recorded) // recording.runs
-    with use_cassette(conformance_cassettes / recording.name) as cassette:
+    with replay_shared(conformance_cassettes / recording.name) as cassette:
         for run in range(recording.runs):
             first = run * per_run
             trace, stubs = await _run(recording, recorded, first)
@@ -302,7 +302,7 @@ async def test_truncation_at_every_frame_boundary_ends_the_loop_in_error(
     per_run = len(recorded) // recording.runs
     full = [expected_turn(recording.api, recorded[i]["response"]) for i in range(per_run)]
     checked = 0
-    with use_cassette(conformance_cassettes / recording.name, allow_unplayed=True) as cassette:
+    with replay_shared(conformance_cassettes / recording.name, allow_unplayed=True) as cassette:
         for j in range(per_run):
             body = body_text(recorded[j]["response"])
             frames = split_frames(body)
@@ -333,7 +333,7 @@ async def test_the_loop_gives_identical_messages_for_any_chunking(
     sizes and random pieces all give the messages of the unchunked replay."""
     recorded = interactions(conformance_cassettes, recording)
     per_run = len(recorded) // recording.runs
-    with use_cassette(conformance_cassettes / recording.name, allow_unplayed=True) as cassette:
+    with replay_shared(conformance_cassettes / recording.name, allow_unplayed=True) as cassette:
         plain, _ = await _run(recording, recorded, 0)
         for chunking in (Rechunk(sizes=[1]), Rechunk(sizes=[7, 2, 13]), Rechunk(seed=11)):
             cassette.rewind(mutations=[chunking])

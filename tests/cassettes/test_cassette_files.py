@@ -133,7 +133,9 @@ async def test_a_har_file_replays_a_tool_loop_through_the_sdk(tmp_path: Path) ->
         "spec": {"name": "add", "parameters": {"type": "object", "properties": {}}},
         "execute": lambda arguments: str(arguments["a"] + arguments["b"]),
     }
-    with use_cassette(path) as cassette:
+    # the entries are written by hand with a placeholder request body: this test is about
+    # reading HAR, so body matching is off
+    with use_cassette(path, match_body=False) as cassette:
         trace = await run_loop(OpenAIChatProvider(api_key="unused"), "2+3?", tools=[add])
     assert cassette.played == [0, 1]
     assert trace.termination == "completed", trace.error
@@ -152,7 +154,7 @@ def test_a_har_body_that_really_is_gzip_keeps_its_encoding(tmp_path: Path) -> No
     path = tmp_path / "zipped.har"
     path.write_text(_har([entry]))
     with use_cassette(path), httpx2.Client() as client:
-        assert client.post(CHAT_URI, content=b"{}").json() == {"ok": True}
+        assert client.post(CHAT_URI, content=b'{"stream": true}').json() == {"ok": True}
 
 
 def test_recording_into_a_har_file_is_refused(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 
 from openprogram_testing.cassettes import CassetteError, load_interactions, use_cassette
+from tests.cassettes._cassette_catalog import replay_shared
 
 SHARED_BEDROCK_STREAM = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
 SHARED_GEMINI_STREAM = "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml"
@@ -138,7 +139,7 @@ def test_converse_stream_records_and_replays_through_boto3(
 def test_shared_bedrock_recordings_replay_through_boto3(conformance_cassettes: Path) -> None:
     client = _bedrock(None, KEY_ID, SECRET_KEY, None)
     (streamed,) = load_interactions(conformance_cassettes / SHARED_BEDROCK_STREAM)
-    with use_cassette(conformance_cassettes / SHARED_BEDROCK_STREAM) as cassette:
+    with replay_shared(conformance_cassettes / SHARED_BEDROCK_STREAM) as cassette:
         events = _events(client, json.loads(streamed["request"]["body"]))
     assert cassette.played == [0]
     tools = [e["contentBlockStart"]["start"]["toolUse"] for e in events if "contentBlockStart" in e]
@@ -148,7 +149,7 @@ def test_shared_bedrock_recordings_replay_through_boto3(conformance_cassettes: P
     # pydantic-ai's dialect (responses as parsed_body), model id percent-encoded by botocore
     name = "pydantic-ai/test_bedrock/test_bedrock_model_retry.yaml"
     recorded = load_interactions(conformance_cassettes / name)
-    with use_cassette(conformance_cassettes / name) as cassette:
+    with replay_shared(conformance_cassettes / name) as cassette:
         answers = [
             client.converse(modelId="us.amazon.nova-micro-v1:0", **json.loads(i["request"]["body"]))
             for i in recorded
@@ -167,7 +168,7 @@ def test_shared_bedrock_recordings_replay_through_boto3(conformance_cassettes: P
     (error,) = load_interactions(conformance_cassettes / name)
     model = re.search(r"/model/([^/]+)/", error["request"]["uri"])
     assert model
-    with use_cassette(conformance_cassettes / name), pytest.raises(ClientError) as raised:
+    with replay_shared(conformance_cassettes / name), pytest.raises(ClientError) as raised:
         client.converse(
             modelId=model.group(1).replace("%3A", ":"), **json.loads(error["request"]["body"])
         )
@@ -239,7 +240,9 @@ def test_the_key_query_parameter_is_redacted_and_never_matched(tmp_path: Path, c
     assert uri.endswith(f"{route}?alt=sse&key=REDACTED")
     assert GOOGLE_KEY not in path.read_text()
     with use_cassette(path) as replay, httpx2.Client() as client:
-        reply = client.post(f"{server.url}{route}?alt=sse&key=another-key-42", json={})
+        reply = client.post(
+            f"{server.url}{route}?alt=sse&key=another-key-42", json={"contents": []}
+        )
     assert replay.played == [0] and reply.json() == {"candidates": []}
 
 
@@ -247,7 +250,7 @@ def test_shared_gemini_recordings_replay_through_google_genai(
     conformance_cassettes: Path,
 ) -> None:
     client = _gemini(None, "dummy-key-123456")
-    with use_cassette(conformance_cassettes / SHARED_GEMINI_STREAM) as cassette:
+    with replay_shared(conformance_cassettes / SHARED_GEMINI_STREAM) as cassette:
         calls = _stream(client)
         answer = _stream(client)
     assert cassette.played == [0, 1]
@@ -259,7 +262,7 @@ def test_shared_gemini_recordings_replay_through_google_genai(
 
     name = "mirascope/test_model_not_found_stream/google_gemini_2_5_flash.yaml"
     model = "this-model-does-not-exist-12345"
-    with use_cassette(conformance_cassettes / name, allow_unplayed=True):
+    with replay_shared(conformance_cassettes / name, allow_unplayed=True):
         with pytest.raises(errors.ClientError) as raised:
             list(client.models.generate_content_stream(model=model, contents="hi"))
     assert raised.value.code == 404

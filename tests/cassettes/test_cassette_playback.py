@@ -20,6 +20,7 @@ from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import (
     CassetteError,
     CassetteMismatch,
+    CassetteSession,
     first_json_difference,
     use_cassette,
 )
@@ -100,6 +101,12 @@ def interaction(
     }
 
 
+def replay(path: Path, **options: Any) -> CassetteSession:
+    """``use_cassette`` with body matching off: the recordings here are written by hand with a
+    placeholder request body (these tests are about playback; body matching has its own)."""
+    return use_cassette(path, **{"match_body": False, **options})
+
+
 def write(path: Path, *interactions: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump({"version": 1, "interactions": list(interactions)}))
     return path
@@ -125,7 +132,7 @@ def retried(tmp_path: Path) -> Path:
 
 
 async def test_identical_requests_get_the_recorded_sequence_in_order(retried: Path) -> None:
-    with use_cassette(retried) as cassette:
+    with replay(retried) as cassette:
         first = await run_loop(chat(), "hi")
         second = await run_loop(chat(), "hi")
         third = await run_loop(chat(), "hi")
@@ -142,7 +149,7 @@ async def test_identical_requests_get_the_recorded_sequence_in_order(retried: Pa
 
 
 async def test_a_retrying_sdk_walks_through_the_sequence_in_one_call(retried: Path) -> None:
-    with use_cassette(retried) as cassette:
+    with replay(retried) as cassette:
         trace = await run_loop(chat(max_retries=2), "hi")
     assert trace.termination == "completed" and trace.final_text == "Hello there"
     assert cassette.played == [0, 1, 2]
@@ -152,7 +159,7 @@ async def test_playback_lets_real_adapters_through_the_guard(retried: Path) -> N
     with guard.allow_model_requests(False):
         with pytest.raises(guard.ModelRequestsBlocked):
             await run_loop(chat(), "hi")
-        with use_cassette(retried, allow_unplayed=True):
+        with replay(retried, allow_unplayed=True):
             assert (await run_loop(chat(), "hi")).assistant_messages[-1].error_status == 429
 
 
@@ -165,7 +172,7 @@ async def test_a_request_for_an_unrecorded_route_fails_fast_with_the_recorded_li
 ) -> None:
     client = openai.AsyncOpenAI(api_key="dummy-key", max_retries=0)
     with pytest.raises(CassetteError) as caught:
-        with use_cassette(retried, allow_unplayed=True):
+        with replay(retried, allow_unplayed=True):
             # raised in the transport; the SDK lets it through (it is not a network error)
             with pytest.raises(CassetteMismatch) as raised:
                 await client.embeddings.create(model="e", input="x")
@@ -183,7 +190,7 @@ async def test_a_request_for_an_unrecorded_route_fails_fast_with_the_recorded_li
 
 async def test_more_requests_than_recorded_names_the_played_interactions(retried: Path) -> None:
     with pytest.raises(CassetteError) as caught:
-        with use_cassette(retried):
+        with replay(retried):
             for _ in range(4):
                 trace = await run_loop(chat(), "hi")
             assert trace.termination == "error"  # the 4th call: the adapter saw the failure
@@ -202,7 +209,7 @@ async def test_a_body_mismatch_names_the_interaction_and_the_json_path(tmp_path:
     path = write(tmp_path / "body.yaml", interaction(chat_stream("4"), request=recorded_request))
     client = openai.AsyncOpenAI(api_key="dummy-key", max_retries=0)
     with pytest.raises(CassetteError) as caught:
-        with use_cassette(path, match_body=True, allow_unplayed=True):
+        with use_cassette(path, allow_unplayed=True):
             with pytest.raises(CassetteMismatch):
                 await client.chat.completions.create(
                     model="gpt-x",
@@ -214,7 +221,7 @@ async def test_a_body_mismatch_names_the_interaction_and_the_json_path(tmp_path:
         '$.messages[0].content: recorded "What is 2 + 2?", got "What is 3 + 3?"'
     ) in str(caught.value)
     # key order and whitespace do not matter: bodies are compared as parsed JSON
-    with use_cassette(path, match_body=True) as cassette:
+    with use_cassette(path) as cassette:
         stream = await client.chat.completions.create(
             stream=True, messages=[{"content": "What is 2 + 2?", "role": "user"}], model="gpt-x"
         )
@@ -234,7 +241,7 @@ def test_first_json_difference_reports_paths_and_missing_sides() -> None:
 
 async def test_unplayed_interactions_fail_at_exit_unless_allowed(retried: Path) -> None:
     with pytest.raises(CassetteError) as caught:
-        with use_cassette(retried):
+        with replay(retried):
             await run_loop(chat(), "hi")
     assert str(caught.value) == (
         f"cassette {retried}: 2 of 3 recorded interaction(s) were never played:\n"
@@ -243,7 +250,7 @@ async def test_unplayed_interactions_fail_at_exit_unless_allowed(retried: Path) 
         "The code made fewer requests than were recorded. Pass allow_unplayed=True (pytest: "
         "@pytest.mark.op_cassette(..., allow_unplayed=True)) if that is expected."
     )
-    with use_cassette(retried, allow_unplayed=True) as cassette:
+    with replay(retried, allow_unplayed=True) as cassette:
         await run_loop(chat(), "hi")
     assert cassette.unplayed == [1, 2]
 
@@ -276,9 +283,9 @@ async def test_gzip_sse_bodies_replay_and_take_mutations(tmp_path: Path) -> None
     headers = {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}  # scalar headers
     path = write(tmp_path / "gz.yaml", interaction(body, headers=headers))  # !!binary in YAML
     assert "!!binary" in path.read_text()
-    with use_cassette(path):
+    with replay(path):
         assert (await run_loop(chat(), "hi")).final_text == "Compressed hello"
-    with use_cassette(path, mutations=[TruncateAfter(1)]):
+    with replay(path, mutations=[TruncateAfter(1)]):
         trace = await run_loop(chat(), "hi")
     assert trace.termination == "error"
     assert trace.assistant_messages[-1].error_message == "stream ended without a final event"
@@ -288,7 +295,7 @@ async def test_query_strings_in_recorded_uris_match_by_path(tmp_path: Path) -> N
     path = write(
         tmp_path / "q.yaml", interaction(chat_stream("queried"), uri=CHAT_URI + "?beta=true")
     )
-    with use_cassette(path):
+    with replay(path):
         assert (await run_loop(chat(), "hi")).final_text == "queried"
 
 
@@ -306,7 +313,7 @@ def tool_loop(tmp_path: Path) -> Path:
 
 
 async def test_unmutated_tool_loop(tool_loop: Path) -> None:
-    with use_cassette(tool_loop):
+    with replay(tool_loop):
         trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert trace.final_text == "The sum is 5."
     assert [r.content[0].text for r in trace.tool_results] == ["5"]  # type: ignore[union-attr]
@@ -325,7 +332,7 @@ async def test_unmutated_tool_loop(tool_loop: Path) -> None:
 async def test_faults_on_the_first_turn_end_the_loop_in_error_without_running_tools(
     tool_loop: Path, mutation: Any, message: str
 ) -> None:
-    with use_cassette(tool_loop, mutations={0: [mutation]}, allow_unplayed=True) as cassette:
+    with replay(tool_loop, mutations={0: [mutation]}, allow_unplayed=True) as cassette:
         trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert trace.termination == "error"
     assert message in (trace.error or "")
@@ -334,7 +341,7 @@ async def test_faults_on_the_first_turn_end_the_loop_in_error_without_running_to
 
 
 async def test_http_error_with_retry_after(tool_loop: Path) -> None:
-    with use_cassette(
+    with replay(
         tool_loop, mutations={0: [HttpError(429, {"retry-after": "7"})]}, allow_unplayed=True
     ):
         trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
@@ -347,7 +354,7 @@ async def test_http_error_with_retry_after(tool_loop: Path) -> None:
 
 
 async def test_garbled_arguments_reach_the_tool_as_a_validation_error(tool_loop: Path) -> None:
-    with use_cassette(tool_loop, mutations={0: [GarbleToolArguments(0)]}):
+    with replay(tool_loop, mutations={0: [GarbleToolArguments(0)]}):
         trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     [result] = trace.tool_results
     assert result.is_error and "not valid JSON" in result.content[0].text  # type: ignore[union-attr]
@@ -361,16 +368,16 @@ async def test_drop_terminal_on_anthropic(tmp_path: Path) -> None:
         interaction(body, uri="https://api.anthropic.com/v1/messages"),
     )
     provider = AnthropicProvider(api_key="dummy-key")
-    with use_cassette(path):
+    with replay(path):
         assert (await run_loop(provider, "hi")).final_text == "Bonjour"
-    with use_cassette(path, mutations=[DropTerminal()]):
+    with replay(path, mutations=[DropTerminal()]):
         trace = await run_loop(provider, "hi")
     assert trace.termination == "error"
     assert trace.assistant_messages[-1].error_message == "stream ended without a final event"
 
 
 async def test_stall_delays_the_rest_of_the_stream(tool_loop: Path) -> None:
-    with use_cassette(tool_loop, mutations={1: [Stall(0.3, after_frame=1)]}):
+    with replay(tool_loop, mutations={1: [Stall(0.3, after_frame=1)]}):
         started = time.monotonic()
         trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
         elapsed = time.monotonic() - started
@@ -379,14 +386,14 @@ async def test_stall_delays_the_rest_of_the_stream(tool_loop: Path) -> None:
 
 
 async def test_rechunking_to_single_bytes_changes_nothing(tool_loop: Path) -> None:
-    with use_cassette(tool_loop, mutations=[Rechunk(sizes=[1])]):
+    with replay(tool_loop, mutations=[Rechunk(sizes=[1])]):
         trace = await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert trace.final_text == "The sum is 5."
 
 
 async def test_a_mutation_that_does_not_fit_names_the_interaction(tool_loop: Path) -> None:
     with pytest.raises(CassetteError) as caught:
-        with use_cassette(tool_loop, mutations={1: [GarbleToolArguments(0)]}):
+        with replay(tool_loop, mutations={1: [GarbleToolArguments(0)]}):
             await run_loop(chat(), "add", tools=[ADD_TEXT])
     assert (
         f"cassette {tool_loop}, interaction 1: GarbleToolArguments(i=0): the openai_chat "

@@ -73,4 +73,7 @@ async def test_the_marker_passes_mutations(cassette: CassetteSession) -> None:
 def test_the_record_mode_option_defaults_to_replay_only(request: pytest.FixtureRequest) -> None:
     assert request.config.getoption("--openprogram-record-mode") in ("none", "once")
     markers = "\n".join(request.config.getini("markers"))
-    assert "op_cassette(name=None, *, match_body=False, allow_unplayed=False" in markers
+    assert (
+        "op_cassette(name=None, *, match_body=True, ignore_paths=(), allow_unplayed=False"
+        in markers
+    )

@@ -147,7 +147,7 @@ async def test_new_episodes_appends_and_all_rerecords(tmp_path: Path) -> None:
         emulator.assert_complete()
     assert len(load_interactions(path)) == 1  # re-recorded: replaces what it matched
     with use_cassette(path) as replay:
-        assert (await run_loop(provider, "x")).final_text == "three"
+        assert (await run_loop(provider, "hi")).final_text == "three"
     assert replay.played == [0]
 
 

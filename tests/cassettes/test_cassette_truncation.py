@@ -19,11 +19,11 @@ from typing import Any
 import httpx2
 import pytest
 
-from openprogram_testing.cassettes import load_interactions, use_cassette
+from openprogram_testing.cassettes import load_interactions
 from openprogram_testing.faults import TruncateAfter
 from openprogram_testing.wire import FORMATS, eventstream
 from openprogram_testing.wire.sse import split_frames
-from tests.cassettes._cassette_catalog import WITHOUT_ADAPTER
+from tests.cassettes._cassette_catalog import WITHOUT_ADAPTER, replay_shared
 
 
 def _body(interaction: dict[str, Any]) -> str | bytes:
@@ -162,7 +162,7 @@ def test_every_cut_of_every_shared_stream_is_served_and_visibly_incomplete(
         for i in recorded
     ]
     checked = 0
-    with use_cassette(conformance_cassettes / name, allow_unplayed=True) as cassette:
+    with replay_shared(conformance_cassettes / name, allow_unplayed=True) as cassette:
         full = [readers[j]() for j in range(len(recorded))]
         for j in streamed:
             assert _finished(api, full[j]), f"{name} #{j} is complete as recorded"
@@ -198,7 +198,7 @@ def test_frame_faults_on_both_framings_reach_the_sdks(conformance_cassettes: Pat
     name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
     (recorded,) = load_interactions(conformance_cassettes / name)
     read = _bedrock_reader(recorded)
-    with use_cassette(conformance_cassettes / name) as cassette:
+    with replay_shared(conformance_cassettes / name) as cassette:
         full = read()
         cassette.rewind(mutations=[CorruptCrc(3)])
         with pytest.raises(Exception, match="Checksum mismatch") as raised:
@@ -218,7 +218,7 @@ def test_frame_faults_on_both_framings_reach_the_sdks(conformance_cassettes: Pat
     name = "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml"
     recorded_gemini = load_interactions(conformance_cassettes / name)
     read = _gemini_reader(recorded_gemini[1]["request"]["uri"])
-    with use_cassette(conformance_cassettes / name, allow_unplayed=True) as cassette:
+    with replay_shared(conformance_cassettes / name, allow_unplayed=True) as cassette:
         cassette.rewind(mutations={0: [DropTerminal()]})
         assert not _finished("gemini", read())
         cassette.rewind(mutations={0: [CorruptFrame(0)]})
@@ -241,7 +241,7 @@ def test_stalls_and_dropped_connections_reach_botocore(conformance_cassettes: Pa
     name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
     (recorded,) = load_interactions(conformance_cassettes / name)
     read = _bedrock_reader(recorded)
-    with use_cassette(conformance_cassettes / name) as cassette:
+    with replay_shared(conformance_cassettes / name) as cassette:
         full = read()
         cassette.rewind(mutations=[Stall(0.4, after_frame=2)])
         started = time.monotonic()
@@ -319,7 +319,7 @@ async def test_every_cut_ends_the_loop_in_one_clean_error_through_the_adapter(
     uri = recorded[0]["request"]["uri"]
     provider, model = _adapter(api, uri), _model(api, uri)
     limit = len(recorded)
-    with use_cassette(conformance_cassettes / name, allow_unplayed=True) as cassette:
+    with replay_shared(conformance_cassettes / name, allow_unplayed=True) as cassette:
         starts: list[int] = []  # the first interaction of each loop run the file holds
         while len(cassette.played) < len(recorded):
             starts.append(len(cassette.played))

@@ -25,9 +25,9 @@ TOOL = {
 
 def _replay(folder: Path, mutations=(), schedule=None):  # type: ignore[no-untyped-def]
     from openprogram.providers.openai_chat import OpenAIChatProvider
-    from openprogram_testing.cassettes import use_cassette
+    from tests.cassettes._cassette_catalog import replay_shared
 
-    with use_cassette(folder / CASSETTE, allow_unplayed=True, mutations=mutations):
+    with replay_shared(folder / CASSETTE, allow_unplayed=True, mutations=mutations):
         return run_loop_sync(
             OpenAIChatProvider(api_key="test"),
             "Please retrieve the secrets associated with each of these passwords: mellon,radiance",

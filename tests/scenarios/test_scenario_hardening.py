@@ -142,7 +142,11 @@ def project(tmp_path: Path) -> Path:
 def cassette_scenario(project: Path, path: str, faults: str = "") -> Path:
     scenario = project / "scenarios" / "scenario_c.yaml"
     extra = f"\n  faults: {faults}" if faults else ""
-    scenario.write_text(f"prompt: hi\ncassette:\n  path: {path}\n  api: openai_chat{extra}\n")
+    # these scenarios are about where a cassette may live, not what is asked: bodies are not matched
+    text = (
+        f"prompt: hi\ncassette:\n  path: {path}\n  api: openai_chat{extra}\n  match_body: false\n"
+    )
+    scenario.write_text(text)
     return scenario
 
 

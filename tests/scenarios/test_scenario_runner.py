@@ -337,7 +337,10 @@ def test_unplayed_cassette_interactions_fail_but_keep_the_trace(tmp_path: Path) 
     cassette = _local_cassette(tmp_path, "openai_chat_weather.yaml")
     path = tmp_path / "scenario_u.yaml"
     path.write_text(
-        f"prompt: hi\ntools: [{{name: get_weather}}]\noptions: {{max_iterations: 1}}\n"
+        "prompt: What is the weather in Paris?\n"
+        "tools: [{name: get_weather, description: Current weather for a city., parameters: "
+        "{type: object, properties: {city: {type: string}}, required: [city]}}]\n"
+        "options: {max_iterations: 1}\n"
         f"cassette: {{path: {cassette}, api: openai_chat}}\n"
         "expect: {termination: max_iterations, model_calls: 1}\n"
     )
