@@ -17,16 +17,14 @@ non-streamed bodies.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
-import contextvars
 import json
-import sys
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
 from ..events import AssistantMessageEvent
+from ..texts import clip
 from ..types import (
     AssistantContent,
     AssistantMessage,
@@ -39,6 +37,7 @@ from ..types import (
     UserMessage,
 )
 from . import guard
+from ._http import MAX_EVENT_BYTES, EventTooLarge, pump_scope
 from .base import (
     Context,
     MessageBuilder,
@@ -191,6 +190,9 @@ class SDKProvider:
     which would hide failures from the loop and from fault-injection tests.  Pass
     ``max_retries=2`` (or more) to get the SDK's retries back.  ``stream=False`` makes
     non-streaming calls and converts the JSON response into the same events.
+    ``max_event_bytes`` bounds what a stream may send without completing an event
+    (:data:`~openprogram.providers._http.MAX_EVENT_BYTES`; ``None``: no bound): past it the turn
+    ends in a retryable error instead of the SDK buffering without end.
     """
 
     provider_name: ClassVar[str] = ""
@@ -204,8 +206,10 @@ class SDKProvider:
         base_url: str | None = None,
         stream: bool = True,
         max_retries: int = 0,
+        max_event_bytes: int | None = MAX_EVENT_BYTES,
         **client_kwargs: Any,
     ) -> None:
+        self.max_event_bytes = max_event_bytes
         self._client = client  # the given client, else the one used last
         self._given = client is not None
         self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
@@ -336,7 +340,7 @@ class SDKProvider:
             while terminal is None:
                 kind, value = await self._next(queue, waiter)
                 if kind == "exc":
-                    terminal = self._error_event(builder, value)
+                    terminal = self._failure(builder, value)
                 elif kind == "end":
                     if parser is not None:
                         events = parser.finish()
@@ -356,7 +360,7 @@ class SDKProvider:
         except _Aborted:
             terminal = builder.aborted()
         except Exception as exc:  # a parser tripping over an unexpected shape
-            terminal = self._error_event(builder, exc)
+            terminal = self._failure(builder, exc)
         finally:
             # Close the HTTP stream *before* handing out the terminal event: a consumer that
             # stops iterating at the terminal event must not leave the connection open.
@@ -390,12 +394,14 @@ class SDKProvider:
         connection).  The outcome (``end`` or ``exc``) is posted only once everything the call
         opened is closed: the consumer cancels the pump when it sees it."""
         failure: Exception | None = None
-        async with closing_started_generators():
+        limit = self.max_event_bytes if self.streaming else None
+        async with pump_scope(limit) as scope:
             try:
                 result = await self._call(client, params, self.streaming)
                 if self.streaming:
                     try:
                         async for item in result:
+                            scope.delivered()
                             queue.put_nowait(("item", item))
                     finally:
                         closer = getattr(result, "aclose", None) or getattr(result, "close", None)
@@ -409,6 +415,18 @@ class SDKProvider:
             except Exception as exc:
                 failure = exc
         queue.put_nowait(("exc", failure) if failure is not None else ("end", None))
+
+    def _failure(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
+        """The terminal event of a failed call: a stream over the event limit (whatever the SDK
+        wrapped it in), else what the adapter makes of the SDK's exception."""
+        cause: BaseException | None = exc
+        for _ in range(8):
+            if cause is None:
+                break
+            if isinstance(cause, EventTooLarge):
+                return builder.error(str(cause), retryable=True)
+            cause = cause.__cause__ or cause.__context__
+        return self._error_event(builder, exc)
 
     def _error_event(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
         status_cls, timeout_cls, connection_cls = self._sdk_errors()
@@ -443,65 +461,6 @@ class SDKProvider:
         if isinstance(exc, json.JSONDecodeError) or _is_eventstream_error(exc):
             return builder.error(f"malformed stream frame: {error_text(exc)}", retryable=True)
         return builder.error(f"{type(exc).__name__}: {error_text(exc)}")
-
-
-class _Started(list[AsyncGenerator[Any, Any]]):
-    """The async generators one task started (first iterated), oldest first."""
-
-    __slots__ = ("task",)
-
-    def __init__(self, task: asyncio.Task[Any] | None) -> None:
-        super().__init__()
-        self.task = task
-
-
-_STARTED: contextvars.ContextVar[_Started | None] = contextvars.ContextVar(
-    "openprogram_started_generators", default=None
-)
-
-
-def _recording(chained: Callable[[AsyncGenerator[Any, Any]], object] | None) -> Any:
-    """A ``firstiter`` async-generator hook that records the generators a tracking task starts,
-    then hands every generator to the hook it replaces (the event loop's own)."""
-
-    def firstiter(agen: AsyncGenerator[Any, Any]) -> None:
-        started = _STARTED.get()
-        if started is not None and started.task is asyncio.current_task():
-            started.append(agen)
-        if chained is not None:
-            chained(agen)
-
-    firstiter.openprogram_recording = True  # type: ignore[attr-defined]
-    return firstiter
-
-
-@contextlib.asynccontextmanager
-async def closing_started_generators() -> AsyncIterator[None]:
-    """Close, on the way out and outermost first, every async generator the current task
-    started inside the block.
-
-    An SDK stream is a stack of async generators (HTTP bytes, SSE lines, JSON chunks, typed
-    responses).  When one of them raises (an error document, a chunk its own types reject),
-    those beneath it stay suspended with the HTTP response open: the connection lives until
-    the client is closed, and the event loop's shutdown then closes the generators all at once,
-    out of order (``aclose(): asynchronous generator is already running``).  Closing them here,
-    one by one from the outside in, runs each one's own cleanup in order, so the response is
-    closed by the code that opened it and nothing is left for the loop.  Generators are
-    recorded through the thread's ``firstiter`` hook (chained to the loop's); generators other
-    tasks start are not touched."""
-    hooks = sys.get_asyncgen_hooks()
-    if not getattr(hooks.firstiter, "openprogram_recording", False):
-        sys.set_asyncgen_hooks(firstiter=_recording(hooks.firstiter), finalizer=hooks.finalizer)
-    started = _Started(asyncio.current_task())
-    token = _STARTED.set(started)
-    try:
-        yield
-    finally:
-        _STARTED.reset(token)
-        for agen in started:
-            with contextlib.suppress(Exception):
-                await agen.aclose()
-        started.clear()
 
 
 async def _settle(pump: asyncio.Future[None]) -> None:
@@ -622,55 +581,6 @@ def _amzn_error_type(headers: object) -> str | None:
     return raw.split(":", 1)[0].strip() or None
 
 
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-
-
-def readable_text(body: bytes, charset: str | None = None) -> str:
-    """An HTTP body as text, whatever its bytes: UTF-8 (a byte-order mark dropped), else the
-    charset the response declared, else Latin-1 (which reads any bytes); a UTF-16/32 byte-order
-    mark names its encoding.  An error body is read for its message only; how it is encoded must
-    never cost the error its status."""
-    marked = next((name for bom, name in _BOMS if body.startswith(bom)), None)
-    for encoding in (marked, "utf-8-sig", charset):
-        if encoding:
-            try:
-                return body.decode(encoding)
-            except (LookupError, UnicodeDecodeError):
-                continue
-    return body.decode("latin-1")
-
-
-def failed_response(exc: BaseException) -> Any | None:
-    """The HTTP error response (an ``httpx``/``httpx2`` ``Response`` with a 4xx/5xx status) an SDK
-    was handling when it raised ``exc`` — an SDK that trips over an error body (google-genai on
-    one that is not UTF-8) raises something that has lost the status; the response is still
-    among the locals of the frames the exception went through.  Innermost first; ``None`` when
-    there is none."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
-        for value in list(frame.f_locals.values()):
-            status = getattr(value, "status_code", None)
-            if isinstance(status, int) and status >= 400 and _is_http_response(value):
-                return value
-    return None
-
-
-def _is_http_response(value: object) -> bool:
-    return any(
-        cls.__name__ == "Response" and cls.__module__.split(".")[0] in ("httpx", "httpx2")
-        for cls in type(value).__mro__
-    )
-
-
 def _body_error(body: object) -> tuple[str | None, str | None]:
     """(message, type) from an API error body: ``{"message", "type"}`` (OpenAI, already
     unwrapped by the SDK) or ``{"type": "error", "error": {"type", "message"}}`` (Anthropic).
@@ -693,5 +603,5 @@ def _body_error(body: object) -> tuple[str | None, str | None]:
             err_type if isinstance(err_type, str) and err_type != "error" else None,
         )
     if isinstance(body, str) and body.strip():
-        return body.strip()[:500], None
+        return clip(body.strip(), 500), None
     return None, None

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 from .. import _fastjson
 from ..cancel import CancelToken
 from ..events import AssistantMessageEvent, ProviderEventType
-from ..texts import REPLACEMENT, whole_text, whole_values
+from ..texts import REPLACEMENT, clip, whole_text, whole_values
 from ..types import (
     AssistantContent,
     AssistantMessage,
@@ -229,7 +229,7 @@ class MessageBuilder:
     ) -> AssistantMessageEvent:
         msg = self.message
         msg.stop_reason = reason
-        msg.error_message = whole_text(error_message)
+        msg.error_message = whole_text(clip(error_message))  # a server's whole body, too
         msg.error_status = status
         msg.error_retryable = retryable
         msg.error_retry_after_s = retry_after_s

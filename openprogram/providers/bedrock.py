@@ -52,7 +52,8 @@ from ..types import (
     ToolResultMessage,
     Usage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, readable_text, role_turns
+from ._http import readable_text
+from ._sdk import Events, SDKProvider, StreamParser, role_turns
 from .base import (
     Context,
     MessageBuilder,

@@ -54,13 +54,12 @@ from ..types import (
     ToolResultMessage,
     Usage,
 )
+from ._http import failed_response, readable_text
 from ._sdk import (
     Events,
     SDKProvider,
     StreamParser,
-    failed_response,
     is_transport_error,
-    readable_text,
     role_turns,
 )
 from .base import (
