@@ -536,19 +536,20 @@ class OpenAISDKProvider(SDKProvider):
 
 
 def is_transport_error(exc: BaseException) -> str | None:
-    """``"timeout"`` / ``"connection"`` when ``exc`` is an ``httpx`` or ``httpx2`` transport
-    failure (the SDKs run on either), else ``None``.  Decided from the class hierarchy, so neither
-    HTTP library is imported here."""
+    """``"timeout"`` / ``"connection"`` when ``exc`` is an ``httpx``, ``httpx2`` or ``aiohttp``
+    transport failure (the SDKs run on any of them: google-genai picks aiohttp when it is
+    installed), else ``None``.  Decided from the class hierarchy, so no HTTP library is imported
+    here."""
     names = {
-        (cls.__module__.split(".")[0], cls.__name__)
+        cls.__name__
         for cls in type(exc).__mro__
-        if cls.__module__.split(".")[0] in ("httpx", "httpx2")
+        if cls.__module__.split(".")[0] in ("httpx", "httpx2", "aiohttp")
     }
     if not names:
         return None
-    if any(name == "TimeoutException" for _, name in names):
+    if names & {"TimeoutException", "ServerTimeoutError"}:
         return "timeout"
-    if any(name in ("TransportError", "StreamError") for _, name in names):
+    if names & {"TransportError", "StreamError", "ClientConnectionError", "ClientPayloadError"}:
         return "connection"
     return None
 

@@ -135,6 +135,8 @@ class GeminiProvider(SDKProvider):
         http_client = kwargs.pop("http_client", None)
         if http_client is not None:
             http["httpx_async_client"] = http_client
+        elif not http.get("aiohttp_client"):
+            http["async_client_args"] = _on_httpx2(http.get("async_client_args"))
         return genai.Client(**kwargs, http_options=types.HttpOptions(**http)).aio
 
     def _base_url(self, client: Any) -> str:
@@ -227,6 +229,20 @@ class GeminiProvider(SDKProvider):
             detail = f" ({error_text(cause)})" if cause is not None else ""
             return builder.error(f"connection error: {error_text(exc)}{detail}", retryable=True)
         return super()._error_event(builder, exc)
+
+
+def _on_httpx2(args: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``async_client_args`` that keep google-genai on its ``httpx2`` transport.  The SDK
+    switches to aiohttp whenever aiohttp is installed (any project with litellm or a web
+    framework has it) unless it is given a transport; one transport everywhere is the one the
+    adapter's guarantees are built and tested on (closing a failed stream's response, the event
+    size bound, reading an error body whatever its encoding, cassette replay)."""
+    out = dict(args or {})
+    if out.get("transport") is None:
+        import httpx2
+
+        out["transport"] = httpx2.AsyncHTTPTransport()
+    return out
 
 
 def _error_document(response: Any) -> Any:
