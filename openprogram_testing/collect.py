@@ -50,11 +50,9 @@ class ScenarioFile(pytest.File):
         from .scenarios import ScenarioError, load_scenario, scenario_stem
 
         try:
-            scenario = load_scenario(
-                self.path,
-                root=self.config.rootpath,
-                import_roots=import_roots(self.config),
-            )
+            # the scenario's root is the project holding the file, as for `validate`, not
+            # pytest's rootdir (which an ini file far above can move): one verdict per file
+            scenario = load_scenario(self.path, import_roots=import_roots(self.config))
         except ScenarioError as exc:
             yield ScenarioItem.from_parent(
                 self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)

@@ -13,8 +13,11 @@ finds every problem that ``run`` would, without running anything).
 
 The **scenario's root** is the nearest directory above the scenario file holding a project
 marker (``pyproject.toml``, ``setup.cfg``, ``setup.py``, ``pytest.ini``, ``tox.ini``, ``.git``),
-else the scenario's own directory; under pytest it is the rootdir, and callers may pass their
-own.  Absolute cassette paths are refused: a scenario file travels with its project.
+else the scenario's own directory: the same for ``validate``, ``run`` and pytest collection
+(whatever pytest's rootdir is), so a file gets the same verdict from each; callers of
+``load_scenario`` may pass their own.  Absolute cassette paths are refused: a scenario file
+travels with its project.  Whatever the path holds (a name too long for the file system, a NUL),
+the answer is a message, never an ``OSError``.
 """
 
 from __future__ import annotations
@@ -259,16 +262,17 @@ def cassette_file(scenario: Scenario) -> tuple[Path | None, str | None]:
     base = scenario.path.parent if scenario.path is not None else root
     try:
         resolved = (base / raw).resolve()
+        if not resolved.is_relative_to(root):
+            return None, f"the cassette path leads outside the scenario's root {root}: {resolved}"
+        if scenario.path is not None and resolved == scenario.path.resolve():
+            return None, "the cassette path names the scenario file itself"
+        if not resolved.exists():
+            return None, f"cassette file not found: {resolved}"
+        if not resolved.is_file():
+            return None, f"the cassette path is not a regular file: {resolved}"
     except (OSError, RuntimeError, ValueError) as exc:
-        return None, f"cannot resolve the cassette path: {exc}"
-    if not resolved.is_relative_to(root):
-        return None, f"the cassette path leads outside the scenario's root {root}: {resolved}"
-    if scenario.path is not None and resolved == scenario.path.resolve():
-        return None, "the cassette path names the scenario file itself"
-    if not resolved.exists():
-        return None, f"cassette file not found: {resolved}"
-    if not resolved.is_file():
-        return None, f"the cassette path is not a regular file: {resolved}"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return None, f"cannot use the cassette path: {reason}"
     return resolved, None
 
 
