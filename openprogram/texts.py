@@ -128,7 +128,9 @@ def clip(text: str, limit: int = CLIP_LIMIT) -> str:
 def clipped_repr(value: object, limit: int = CLIP_LIMIT) -> str:
     """``repr(value)`` of a string clipped to ``limit`` characters (other values: their
     ``repr``, clipped): the form failure messages quote values in."""
-    if isinstance(value, str) and len(value) > limit:
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
         return f"{value[:limit]!r}…(+{len(value) - limit} chars)"
     return clip(repr(value), limit)
 

@@ -33,6 +33,7 @@ from .texts import (
     NOT_JSON_TEXT,
     SKIPPED_TEXT,
     TOO_DEEP_TEXT,
+    clipped_repr,
     not_object_text,
     validation_header,
 )
@@ -475,8 +476,7 @@ def normalize_tools(tools: Sequence[Any] | None) -> list[AgentTool]:
 
 
 def _short(obj: Any) -> str:
-    text = repr(obj)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clipped_repr(obj, 80)
 
 
 # -- results ----------------------------------------------------------------------------------

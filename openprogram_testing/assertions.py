@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from openprogram.texts import CLIP_LIMIT, clip, clipped_repr
+
 from .invariants import timeline_text
 from .trace import LoopTrace
 
@@ -26,13 +28,14 @@ TERMINATIONS = ("completed", "max_iterations", "error", "aborted")
 
 
 def _q(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return clipped_repr(text, limit)
 
 
 def _fail(message: str, subject: Subject, run: str | Sequence[str] | None = None) -> AssertionError:
     if run:
         where = run if isinstance(run, str) else "/".join(run)
         message = f"in run {where}: {message}"
+    message = clip(message, 2 * CLIP_LIMIT)  # whatever value a message quotes
     error = AssertionError(f"{message}\n\nrun timeline:\n{timeline_text(subject)}")
     error.timeline_shown = True  # type: ignore[attr-defined]  # the plugin prints it only once
     return error
@@ -182,9 +185,10 @@ def assert_final_text(
     trace = _pick(subject, run)
     final = trace.final_text
     if text is not None and final != text:
-        raise _fail(f"expected final text {text!r}, got {final!r}", subject, run)
+        raise _fail(f"expected final text {_q(text, CLIP_LIMIT)}, got {_q(final, CLIP_LIMIT)}",
+                    subject, run)  # fmt: skip
     if match is not None and re.search(match, final) is None:
-        raise _fail(f"final text {final!r} does not match {match!r}", subject, run)
+        raise _fail(f"final text {_q(final, CLIP_LIMIT)} does not match {match!r}", subject, run)
 
 
 __all__ = [

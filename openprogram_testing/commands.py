@@ -27,6 +27,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from openprogram.texts import clip
+
 from .collect import SELECTION_OPTION, Selection
 from .scenarios import (
     SCENARIO_PATTERNS,
@@ -487,7 +489,7 @@ def _fragments(payload: Any) -> list[str]:
 
 
 def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(text, n)
 
 
 # -- record / emulator ------------------------------------------------------------------------

@@ -34,7 +34,13 @@ from openprogram.events import (
     TurnStart,
 )
 from openprogram.providers.base import Provider
-from openprogram.texts import CANCELLED_TEXT, NOT_CALLED_TEXT, SKIPPED_TEXT, SOURCE_FAILED_PREFIX
+from openprogram.texts import (
+    CANCELLED_TEXT,
+    NOT_CALLED_TEXT,
+    SKIPPED_TEXT,
+    SOURCE_FAILED_PREFIX,
+    clipped_repr,
+)
 from openprogram.types import (
     AssistantMessage,
     Message,
@@ -115,7 +121,7 @@ def _find(haystack: Iterable[tuple[int, Message]], needle: Message) -> list[int]
 
 
 def _q(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return clipped_repr(text, limit)
 
 
 def run_starts_and_ends_once(

@@ -30,7 +30,7 @@ from openprogram.events import (
     TurnEnd,
     TurnStart,
 )
-from openprogram.texts import whole_text
+from openprogram.texts import clip, whole_text
 from openprogram.types import (
     AssistantMessage,
     ImageContent,
@@ -159,18 +159,14 @@ class _Renderer:
         return text
 
     def q(self, text: str, limit: int) -> str:
-        text = self.norm(text)
-        if len(text) > limit:
-            text = f"{text[:limit]}…(+{len(text) - limit} chars)"
-        return json.dumps(text, ensure_ascii=False)
+        return json.dumps(clip(self.norm(text), limit), ensure_ascii=False)
 
     def args(self, args: Any, limit: int = 200) -> str:
         try:
             text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)
         except Exception:
             text = repr(args)
-        text = self.norm(text)
-        return text if len(text) <= limit else f"{text[:limit]}…(+{len(text) - limit} chars)"
+        return clip(self.norm(text), limit)
 
     def add(self, number: str, depth: int, text: str, style: str = "") -> None:
         if number and self.prefix:

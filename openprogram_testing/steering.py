@@ -38,6 +38,7 @@ from typing import Any, Literal, TypeAlias
 from openprogram import PollPoint, RunInfo
 from openprogram.loop import LoopConfig, effective_cap
 from openprogram.runs import wants_poll_point
+from openprogram.texts import clip
 from openprogram.types import UserMessage, user_messages
 
 MessageLike: TypeAlias = str | UserMessage
@@ -395,7 +396,7 @@ def _index(value: int, name: str) -> int:
 
 
 def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 __all__ = [

@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from openprogram.texts import clip
+
 from .invariants import timeline_text
 from .trace import LoopTrace
 
@@ -660,7 +662,7 @@ def _json(value: Any) -> str:
 
 
 def _clip(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def _callable_name(check: Any) -> str:

@@ -203,7 +203,9 @@ class SessionReport:
         entry["ms"] += report.duration * 1000
         if report.failed:
             entry["outcome"] = "failed" if report.when == "call" else "error"
-            text = report.longreprtext
+            from .record import clip
+
+            text = clip(report.longreprtext)
             entry["failure"] = text if entry["failure"] is None else entry["failure"] + "\n" + text
         elif report.skipped and entry["outcome"] == "passed":
             entry["outcome"] = "skipped"

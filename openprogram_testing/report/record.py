@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from openprogram.events import ToolExecutionStart
+from openprogram.texts import clip as clip_text
 from openprogram.types import (
     ImageContent,
     TextContent,
@@ -32,9 +33,8 @@ TEXT_LIMIT = 20_000
 
 
 def clip(text: str, limit: int = TEXT_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… (+{len(text) - limit} characters not shown)"
+    """``openprogram.texts.clip`` with the report's limit."""
+    return clip_text(text, limit)
 
 
 def pretty(value: Any) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.loop import ABORTED_TEXT
-from openprogram.texts import whole_text, whole_values
+from openprogram.texts import clip, whole_text, whole_values
 
 from .expectations import check_expectations
 from .model import FunctionChoice, Scenario
@@ -27,6 +27,10 @@ DEFAULT_TIME_LIMIT_S = 60.0
 
 MIN_CHECK_S = 0.5
 """Time the expectation checks always get, even when the run used up the limit."""
+
+
+FAILURE_LIMIT = 4_000
+"""Characters kept of one failure line of a scenario (see ``openprogram.texts.clip``)."""
 
 
 @dataclass(slots=True)
@@ -47,6 +51,11 @@ class ScenarioResult:
     duration_s: float = 0.0
     snapshot_written: bool = False
     tree: Any = None
+
+    def __post_init__(self) -> None:
+        # one runaway value (a 20 MB reply quoted by an expectation) must not become a 20 MB
+        # failure message, terminal block and report: every line is clipped, with the count cut
+        self.failures = [clip(f, FAILURE_LIMIT) for f in self.failures]
 
     @property
     def failure_text(self) -> str:

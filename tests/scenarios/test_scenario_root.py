@@ -62,7 +62,9 @@ def test_validate_run_and_collection_give_the_same_verdict(nested: Path) -> None
     assert "2 of 2 scenario file(s) invalid" in validate.stdout
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.lists(
         st.one_of(
