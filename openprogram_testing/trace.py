@@ -13,7 +13,6 @@ result (messages, termination, model calls, undelivered messages), the requests 
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 import warnings
@@ -44,20 +43,23 @@ from openprogram.types import (
     user_messages,
 )
 
+from .recording import NESTED_RUN, Annotation, annotate, annotate_in_flight, recording
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
 from .steering import Delivery, SteeringSchedule
 
 
-@dataclass(slots=True)
-class Annotation:
-    """Something that happened beneath the loop during a run (a cassette interaction replayed,
-    a fault injected into a response), placed at ``event_index``: the number of loop events
-    emitted when it happened (so it belongs just after event ``event_index - 1``)."""
+class _Notes:
+    """A ``run_loop`` run's recorder: notes land at the number of events emitted so far."""
 
-    event_index: int
-    kind: str
-    text: str
+    __slots__ = ("annotations", "events")
+
+    def __init__(self, events: list[AgentEvent], annotations: list[Annotation]) -> None:
+        self.events = events
+        self.annotations = annotations
+
+    def note(self, kind: str, text: str) -> None:
+        self.annotations.append(Annotation(len(self.events), kind, text))
 
 
 @dataclass
@@ -260,22 +262,15 @@ async def run_loop(
     events: list[AgentEvent] = []
     times: list[float] = []
     annotations: list[Annotation] = []
-    recording = (events, annotations)
-    token = _recording.set(recording)
-    with _in_flight_lock:
-        _in_flight.append(recording)
     failure: BaseException | None = None
     clock = time.perf_counter
-    try:
-        async for event in stream:
-            events.append(event)
-            times.append(clock())
-    except BaseException as exc:  # re-raised below, once the trace exists
-        failure = exc
-    finally:
-        _recording.reset(token)
-        with _in_flight_lock:
-            _in_flight[:] = [r for r in _in_flight if r is not recording]
+    with recording(_Notes(events, annotations)):
+        try:
+            async for event in stream:
+                events.append(event)
+                times.append(clock())
+        except BaseException as exc:  # re-raised below, once the trace exists
+            failure = exc
 
     requests = list(recorded[start:]) if isinstance(recorded, list) and start is not None else None
     trace = LoopTrace.from_events(
@@ -351,45 +346,6 @@ def announce_trace(trace: LoopTrace) -> None:
                 RuntimeWarning,
                 stacklevel=2,
             )
-
-
-_recording: contextvars.ContextVar[tuple[list[AgentEvent], list[Annotation]] | None] = (
-    contextvars.ContextVar("openprogram_trace_recording", default=None)
-)
-
-
-_in_flight: list[tuple[list[AgentEvent], list[Annotation]]] = []
-"""The recordings of the ``run_loop`` runs in progress in this process (any thread)."""
-_in_flight_lock = threading.Lock()
-
-
-NESTED_RUN = "nested_run"
-"""Annotation kind: a ``Runtime`` run (its ``run_id`` is the text) ran inside a tool call."""
-
-
-def annotate(kind: str, text: str) -> None:
-    """Note on the run being recorded (if any) what happened beneath the loop right now: a
-    cassette interaction replayed, a fault injected.  A no-op outside ``run_loop``, so the
-    transport layers can call it unconditionally."""
-    current = _recording.get()
-    if current is not None:
-        events, annotations = current
-        annotations.append(Annotation(len(events), kind, text))
-
-
-def annotate_in_flight(kind: str, text: str) -> bool:
-    """Like ``annotate``, for what serves a run from another thread (the provider emulator
-    answering a request on its handler thread, where the run's context is not visible): the
-    note goes to the one ``run_loop`` run in progress in this process, which is the sender, as
-    a request is answered while the run that sent it is in progress.  Nothing else links a
-    served request to its run, so with several runs in progress (side by side) the note is
-    placed nowhere rather than on a wrong run; returns whether it was placed."""
-    with _in_flight_lock:
-        if len(_in_flight) != 1:
-            return False
-        events, annotations = _in_flight[0]
-        annotations.append(Annotation(len(events), kind, text))
-        return True
 
 
 __all__ = [

@@ -29,11 +29,12 @@ from openprogram.loop import effective_cap
 from openprogram.types import AssistantMessage, UserMessage
 
 from .invariants import check_invariants as check_tree_invariants
+from .recording import NESTED_RUN, Annotation, annotate, recording
 from .render import render_snapshot, render_timeline
 from .rounds import opening_prompts
 from .scripted import ModelRequest
 from .steering import Delivery, RunLike, RunPath, SteeringSchedule, run_path
-from .trace import NESTED_RUN, LoopTrace, annotate, announce_trace
+from .trace import LoopTrace, announce_trace
 
 CHOICES_STEP = ":choices"
 """The path step of a ``choices=`` ask (``tree[":choices"]``): not a tool name, so it never
@@ -155,6 +156,8 @@ class _Recorder:
         self.provider_requests: list[Any] | None = recorded if isinstance(recorded, list) else None
         self.handovers: dict[str, list[Handover]] = {}
         self.times: dict[str, list[float]] = {}
+        self.annotations: dict[str, list[Annotation]] = {}
+        self.current: str | None = None  # the run whose event came last: the one running now
 
     def __call__(self, info: RunInfo, event: AgentEvent) -> None:
         run_id = info.run_id
@@ -165,6 +168,8 @@ class _Recorder:
             self.order.append(run_id)
             self.requests[run_id] = []
             self.times[run_id] = []
+            self.annotations[run_id] = []
+        self.current = run_id
         events.append(event)
         self.times[run_id].append(time.perf_counter())  # durations in the HTML report
         if (
@@ -175,6 +180,14 @@ class _Recorder:
             # The model call that produced this message is the provider's latest request: runs
             # nest inside tool calls, never beside each other, so requests arrive in run order.
             self.requests[run_id].append(self.provider_requests[-1])
+
+    def note(self, kind: str, text: str) -> None:
+        """A note from beneath the loop (a fault, a cassette interaction) for the run making the
+        model call: runs nest inside tool calls and a model call follows its own run's event,
+        so that is the run whose event came last."""
+        run_id = self.current
+        if run_id is not None:
+            self.annotations[run_id].append(Annotation(len(self.events[run_id]), kind, text))
 
     def handed_over(self, handover: Handover) -> None:
         if handover.run is not None:
@@ -207,7 +220,7 @@ async def run_exec(
     result: Any = None
     failure: BaseException | None = None
     try:
-        with runtime.observe(recorder):
+        with runtime.observe(recorder), recording(recorder):
             result = await runtime.aexec(content, **exec_kwargs)
     except BaseException as exc:  # re-raised below, once the tree exists
         failure = exc
@@ -277,6 +290,7 @@ def _build(
         trace.handed_over = handed
         trace.prompts = opening_prompts(trace)
         trace.event_times = recorder.times[run_id]
+        trace.annotations = recorder.annotations[run_id]
         trace.system_prompt = runtime.system_prompt
         trace.run = info
         trace.path = path

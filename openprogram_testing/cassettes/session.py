@@ -430,7 +430,7 @@ class CassetteSession:
 def _annotate(index: int, uri: str, status: int, mutations: list[Mutation]) -> None:
     """Tell the run being traced (if any) which interaction answered and which faults hit it,
     so the HTML report marks them at the model call they belong to."""
-    from ..trace import annotate
+    from ..recording import annotate
 
     annotate("cassette", f"interaction {index}: {uri} -> HTTP {status}")
     for mutation in mutations:

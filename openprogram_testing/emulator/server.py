@@ -33,6 +33,7 @@ from openprogram.providers.wire import WireAPI
 from openprogram.types import UserMessage
 
 from ..faults import Fault, FaultError, HttpError, Mutation, Rechunk, TruncateAfter
+from ..recording import annotate_in_flight
 from ..scripted import (
     ModelRequest,
     ScriptedTurn,
@@ -43,7 +44,6 @@ from ..scripted import (
     describe_turn,
     summarize_message,
 )
-from ..trace import annotate_in_flight
 from ..wire import ENDPOINTS, FORMATS, RenderContext, Route, WireFormat, route
 from .plan import (
     EXHAUSTED_HEADER,

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+from openprogram import Runtime
 from openprogram.providers.openai_chat import OpenAIChatProvider
+from openprogram_testing import run_exec
 from openprogram_testing.emulator import Fault, ProviderEmulator
-from openprogram_testing.scripted import turn
+from openprogram_testing.scripted import call, turn
 from openprogram_testing.trace import LoopTrace, annotate_in_flight, run_loop
+from tests.runtime._agents import research_agent
 
 
 async def _run(emu: ProviderEmulator) -> LoopTrace:
@@ -68,3 +71,29 @@ def test_a_note_is_placed_only_where_it_cannot_be_misattributed() -> None:
         assert {x.text for x in second.annotations if x.kind == "fault"} <= {
             f"{Fault.latency(0.001)!r} on emulated request 0"
         }
+
+
+async def test_a_fault_is_marked_on_the_run_of_an_exec_tree_it_hit() -> None:
+    """On the ``Runtime.exec`` path the fault lands on the run whose model call it hit: the
+    nested run here, not the outer one (nor nowhere); a recorded loop run around the tree (a
+    scenario's agentic tool) does not take it either."""
+    registry, tools = research_agent()
+    with ProviderEmulator() as emu:
+        emu.add(turn(call("research", {"topic": "cats"})))
+        emu.add(turn("inner answer"), faults=[Fault.latency(0.001)])
+        emu.add(turn("outer answer"))
+        provider = OpenAIChatProvider(base_url=emu.openai_base_url, api_key="test", stream=True)
+        try:
+            tree = await run_exec(Runtime(provider, "m", registry=registry), "go", tools=tools)
+        finally:
+            await provider._client.close()
+    outer, inner = tree.runs
+    assert tree.result == "outer answer"
+    assert [a.text for a in inner.trace.annotations if a.kind == "fault"] == [
+        f"{Fault.latency(0.001)!r} on emulated request 1"
+    ]
+    assert [a for a in outer.trace.annotations if a.kind == "fault"] == []
+    (fault,) = inner.trace.annotations
+    types = [e.type for e in inner.trace.events]
+    reply_start = types.index("message_start", types.index("message_end"))  # after the prompt
+    assert reply_start < fault.event_index <= types.index("message_end", reply_start)

@@ -25,6 +25,7 @@ from openprogram_testing import (
     turn,
 )
 from openprogram_testing.invariants import Violation, find_tree_violations
+from openprogram_testing.recording import annotate
 from tests.runtime._agents import register_answers, research_agent, research_script
 
 
@@ -247,3 +248,21 @@ def test_run_exec_takes_check_invariants_as_the_docs_say(monkeypatch: pytest.Mon
     monkeypatch.setattr(tree_module, "check_tree_invariants", broken)
     with pytest.raises(InvariantViolation, match="planted"):
         run_exec_sync(rt(), "go", tools=[], check_invariants=True)
+
+
+def test_notes_from_beneath_the_loop_land_on_the_tree_run_they_happened_in() -> None:
+    """What a cassette notes in the run's own context (an interaction, a fault) is marked on
+    the run of the tree that was running, at the event where it happened."""
+    registry = Registry()
+
+    @function(registry=registry)
+    def probe() -> str:
+        """Probe."""
+        annotate("probe", "inside the tool")
+        return "ok"
+
+    provider = ScriptedProvider([turn(call("probe", {})), "done"])
+    tree = run_exec_sync(Runtime(provider, "m", registry=registry), "go", tools=[probe])
+    (note,) = tree.trace.annotations
+    assert (note.kind, note.text) == ("probe", "inside the tool")
+    assert tree.trace.events[note.event_index - 1].type == "tool_execution_start"
