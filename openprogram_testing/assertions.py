@@ -180,8 +180,11 @@ def assert_final_text(
     match: str | None = None,
     run: str | Sequence[str] | None = None,
 ) -> None:
-    """The final assistant text equals ``text`` (or matches the regex ``match``)."""
+    """The final assistant text equals ``text`` (or matches the regex ``match``).  Given
+    neither, it refuses (``ValueError``): a check of nothing would always pass."""
     __tracebackhide__ = True
+    if text is None and match is None:
+        raise ValueError("assert_final_text: give text= or match= (there is nothing to check)")
     trace = _pick(subject, run)
     final = trace.final_text
     if text is not None and final != text:
