@@ -154,6 +154,19 @@ def _snapshot(value: bool, _trace: Any) -> list[Any]:
     return [EDIT_STORED] if value else []
 
 
+def _runs(value: dict[str, dict[str, Any]], ran: Any) -> list[Any]:
+    """Each nested run's own expectations perturbed in turn (with that run's trace), and each
+    path made one no run has."""
+    out: list[Any] = []
+    for path, expect in value.items():
+        out.append({**{p: e for p, e in value.items() if p != path}, path + "_changed": expect})
+        nested = ran.find(path).trace
+        for key, given in expect.items():
+            for wrong in PERTURBATIONS[key](given, nested):
+                out.append({**value, path: {**expect, key: wrong}})
+    return out
+
+
 PERTURBATIONS: dict[str, Perturbation] = {
     "termination": _other_termination,
     "model_calls": _count,
@@ -168,6 +181,7 @@ PERTURBATIONS: dict[str, Perturbation] = {
     "snapshot": _snapshot,
     "trajectory": _trajectory,
     "usage": _usage,
+    "runs": _runs,
 }
 """Wrong values for each ``expect`` key: a new key needs a row here."""
 
@@ -183,15 +197,22 @@ def _bundled() -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict[str, tuple[Scenario, Any]]:
-    """Every bundled scenario and the trace of its one run (each must pass as it stands)."""
+def ran() -> dict[str, tuple[Scenario, Any]]:
+    """Every bundled scenario and what its one run gave the runner's checks: the trace, or the
+    tree of a run through ``Runtime.exec`` (each scenario must pass as it stands)."""
     out = {}
     for path in _bundled():
         scenario = load_scenario(path)
         result = run_scenario(scenario)
         assert result.passed, result.failure_text
-        out[path.name] = (scenario, result.trace)
+        out[path.name] = (scenario, result.tree if result.tree is not None else result.trace)
     return out
+
+
+@pytest.fixture(scope="module")
+def runs(ran: dict[str, tuple[Scenario, Any]]) -> dict[str, tuple[Scenario, Any]]:
+    """The bundled scenarios with the trace of their outermost run (what a helper judges)."""
+    return {name: (s, getattr(r, "trace", r)) for name, (s, r) in ran.items()}
 
 
 def _judge(scenario: Scenario, trace: Any, expect: dict[str, Any], tmp: Path) -> list[str]:
@@ -266,11 +287,11 @@ def test_every_expectation_key_is_set_by_a_bundled_scenario(
 
 
 def test_every_perturbation_fails_naming_its_key(
-    runs: dict[str, tuple[Scenario, Any]], tmp_path: Path
+    ran: dict[str, tuple[Scenario, Any]], tmp_path: Path
 ) -> None:
     silent: list[str] = []
     judged = 0
-    for name, (scenario, trace) in runs.items():
+    for name, (scenario, trace) in ran.items():
         untouched = scenario.expect.model_dump(mode="json", exclude_unset=True, by_alias=True)
         assert _judge(scenario, trace, untouched, tmp_path) == [], name
         for key, wrong, expect in _mutations(scenario, trace):
@@ -284,11 +305,11 @@ def test_every_perturbation_fails_naming_its_key(
 
 
 def test_a_perturbed_scenario_fails_through_the_runner(
-    runs: dict[str, tuple[Scenario, Any]],
+    ran: dict[str, tuple[Scenario, Any]],
 ) -> None:
     """One perturbation per key, run end to end: the runner reports the same key."""
     seen: set[str] = set()
-    for scenario, trace in runs.values():
+    for scenario, trace in ran.values():
         for key, wrong, expect in _mutations(scenario, trace):
             if key in seen or wrong is EDIT_STORED or scenario.cassette is not None:
                 continue
