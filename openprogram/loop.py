@@ -29,7 +29,9 @@ Hot path (budgets measured with ``python -m bench``): the history is one list ap
 in place (never copied); tools are normalised once per run and their validators compiled once
 per schema; a plain sync tool is called directly; a round's two phases (stream the assistant
 message, run its tool calls) are written inline in ``_run_loop`` because a helper generator per
-phase cost a generator per round and a hop per event; events and messages are slotted
+phase cost a generator per round and a hop per event; what happens at most once per run (round
+0 closed by a failing source, the follow-up poll, the ``agent_end`` assembly) is in helpers
+below it, so the hot function holds only what every round runs; events and messages are slotted
 dataclasses (``openprogram._model``).
 """
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
 
 from .calls import RunState, invoke, prepare, raised_result, safe_result, source_failed
@@ -62,7 +64,7 @@ from .events import (
     TurnStart,
 )
 from .providers.base import error_text
-from .runs import MessageSource, PollPoint, wants_poll_point
+from .runs import MessageSource, PollPoint, RunInfo, wants_poll_point
 from .texts import (
     ABORTED_TEXT,
     CANCELLED_TEXT,
@@ -140,10 +142,10 @@ async def _run_loop(
     provider = config.provider
     cancel = config.cancel
     steering_source = config.get_steering_messages
-    follow_up_source = config.get_follow_up_messages
     poll_steering = steering_source is not None
     # Decided once per run: a source without a parameter is called bare (no PollPoint built).
     steering_point = wants_poll_point(steering_source)
+    follow_up_source = config.get_follow_up_messages
     follow_up_point = wants_poll_point(follow_up_source)
     run_info = config.run_info
     depth = run_info.depth if run_info is not None else 0
@@ -167,6 +169,7 @@ async def _run_loop(
         try:
             pending = await _poll(
                 steering_source,
+                # hook, round, call_index, calls_in_round, calls_in_run, batch_done, depth, run
                 PollPoint("steering", 0, None, 0, 0, False, depth, run_info)
                 if steering_point
                 else None,
@@ -174,16 +177,8 @@ async def _run_loop(
         except GeneratorExit:
             raise
         except BaseException as exc:
-            # Round 0 is open: close it with an error message no model produced, then end.
-            failed = AssistantMessage(
-                stop_reason="error" if isinstance(exc, Exception) else "aborted",
-                error_message=SOURCE_FAILED_PREFIX + error_text(exc),
-                model=config.model,
-            )
-            yield MessageStart(failed)
-            run.append(failed)
-            yield MessageEnd(failed)
-            yield TurnEnd(failed, [])
+            for closing in _source_failed_at_start(run, exc, config):
+                yield closing
             raise
 
         has_more_tool_calls = True
@@ -327,14 +322,14 @@ async def _run_loop(
                                 await _poll(
                                     steering_source,
                                     PollPoint(
-                                        "steering",
-                                        iterations - 1,
-                                        index,
-                                        index + 1,
-                                        executed_calls,
-                                        index == last_index,
-                                        depth,
-                                        run_info,
+                                        "steering",  # hook
+                                        iterations - 1,  # round
+                                        index,  # call_index
+                                        index + 1,  # calls_in_round
+                                        executed_calls,  # calls_in_run
+                                        index == last_index,  # batch_done
+                                        depth,  # depth
+                                        run_info,  # run
                                     )
                                     if steering_point
                                     else None,
@@ -356,14 +351,14 @@ async def _run_loop(
                     pending = await _poll(
                         steering_source,
                         PollPoint(
-                            "steering",
-                            iterations - 1,
-                            None,
-                            len(tool_calls),
-                            executed_calls,
-                            True,
-                            depth,
-                            run_info,
+                            "steering",  # hook
+                            iterations - 1,  # round
+                            None,  # call_index
+                            len(tool_calls),  # calls_in_round
+                            executed_calls,  # calls_in_run
+                            True,  # batch_done
+                            depth,  # depth
+                            run_info,  # run
                         )
                         if steering_point
                         else None,
@@ -372,20 +367,12 @@ async def _run_loop(
                 # The inner loop ran dry: the model finished.  Follow-ups start another round,
                 # but only if one is still allowed (never dequeue what cannot be delivered).
                 if iterations < cap:
-                    follow = await _poll(
+                    follow = await _poll_follow_ups(
                         follow_up_source,
-                        PollPoint(
-                            "follow_up",
-                            iterations - 1,
-                            None,
-                            0,
-                            executed_calls,
-                            True,
-                            depth,
-                            run_info,
-                        )
-                        if follow_up_point
-                        else None,
+                        follow_up_point,
+                        iterations - 1,
+                        executed_calls,
+                        run_info,
                     )
                     if follow:
                         pending = follow
@@ -402,6 +389,62 @@ async def _run_loop(
     if run.reraise is not None and failure is None:
         failure = run.reraise
 
+    yield _end(stream, run, termination, undelivered)
+    if failure is not None:
+        raise failure
+
+
+# -- the cold parts of a run (once per run at most), kept out of ``_run_loop`` ---------------------
+
+
+def _source_failed_at_start(
+    run: RunState, exc: BaseException, config: LoopConfig
+) -> Iterator[AgentEvent]:
+    """The events that close round 0 when the steering source raised at the first poll: an
+    error message no model produced (``aborted`` for a ``BaseException``), then ``turn_end``;
+    the run then ends and re-raises.  The message joins the history between its two events, as
+    every message does."""
+    failed = AssistantMessage(
+        stop_reason="error" if isinstance(exc, Exception) else "aborted",
+        error_message=SOURCE_FAILED_PREFIX + error_text(exc),
+        model=config.model,
+    )
+    yield MessageStart(failed)
+    run.append(failed)
+    yield MessageEnd(failed)
+    yield TurnEnd(failed, [])
+
+
+async def _poll_follow_ups(
+    source: MessageSource | None,
+    with_point: bool,
+    round: int,
+    executed_calls: int,
+    run_info: RunInfo | None,
+) -> list[UserMessage]:
+    """The follow-up poll when the model finished (``with_point``: the source takes a
+    ``PollPoint``, decided once per run)."""
+    point = (
+        PollPoint(
+            "follow_up",  # hook
+            round,  # round
+            None,  # call_index
+            0,  # calls_in_round
+            executed_calls,  # calls_in_run
+            True,  # batch_done
+            run_info.depth if run_info is not None else 0,  # depth
+            run_info,  # run
+        )
+        if with_point
+        else None
+    )
+    return await _poll(source, point)
+
+
+def _end(
+    stream: AgentStream, run: RunState, termination: Termination, undelivered: list[UserMessage]
+) -> AgentEnd:
+    """The run's ``agent_end``, with the stream's result and end fields set from it."""
     stream.termination = termination
     stream.undelivered = undelivered
     end = AgentEnd(
@@ -412,9 +455,7 @@ async def _run_loop(
     )
     stream.end = end
     stream.set_result(run.new_messages)
-    yield end
-    if failure is not None:
-        raise failure
+    return end
 
 
 _STOP_REASONS = frozenset({"stop", "length", "toolUse", "error", "aborted"})

@@ -64,19 +64,8 @@ class RunInfo:
 
 @dataclass(frozen=True, slots=True)
 class PollPoint:
-    """Where the loop polls a steering or follow-up source.
-
-    - ``hook``: ``"steering"`` or ``"follow_up"``;
-    - ``round``: the 0-based round the poll belongs to (the initial steering poll, right after the
-      prompts, belongs to round 0);
-    - ``call_index``: the index in its batch of the call just executed, or ``None`` when the poll
-      is not right after a call (initial poll, end of a round, follow-up poll);
-    - ``calls_in_round``/``calls_in_run``: calls executed so far in this round / this run
-      (skipped and cancelled calls are not executed and not counted);
-    - ``batch_done``: no call of the round's batch remains to be run (``True`` after the last
-      call, at the end of a round and for follow-up polls; ``False`` for the initial poll);
-    - ``depth``: the run's nesting depth (0 outermost; see ``RunInfo``);
-    - ``run``: the ``RunInfo`` of a ``Runtime`` run, ``None`` for a bare ``agent_loop``.
+    """Where the loop polls a steering or follow-up source (each field is described where it
+    is declared, below).
 
     The loop polls steering right after the prompts, after every executed call (in ``skip``
     mode: until steering arrives in the batch), and at the end of a round when another round is
@@ -84,13 +73,22 @@ class PollPoint:
     another round is allowed.  It never polls when it could not deliver the answer.
     """
 
+    # Which source is polled: steering (after the prompts, after a call, at a round's end) or
+    # follow-up (when the model finished).
     hook: HookKind
+    # The 0-based round the poll belongs to (the first steering poll belongs to round 0).
     round: int
+    # The index in its batch of the call just executed; None when not right after a call.
     call_index: int | None
+    # Calls executed so far in this round (skipped and cancelled calls are not counted).
     calls_in_round: int
+    # Calls executed so far in this run, across rounds (``after_tool(k)`` counts these).
     calls_in_run: int
+    # No call of the round's batch is left to run (False only for the first poll and mid-batch).
     batch_done: bool
+    # The run's nesting depth: 0 for the outermost run (``RunInfo.depth``).
     depth: int = 0
+    # The ``Runtime`` run being polled; None for a bare ``agent_loop``.
     run: RunInfo | None = None
 
 
