@@ -167,22 +167,40 @@ def provider_emulator() -> Iterator[ProviderEmulator]:
 
 
 def _cassette_path(request: pytest.FixtureRequest, name: object) -> Path:
-    """``cassettes/<name>.yaml`` under the rootdir, or ``cassettes/<module>/<test>.yaml``."""
-    root = Path(str(request.config.rootpath)) / "cassettes"
+    """``cassettes/<name>.yaml`` under the rootdir, or by default
+    ``cassettes/<test file path>/<test>.yaml``, named as snapshots are (``safe_stem``): the test
+    file's path keeps ``tests/a/test_x.py`` and ``tests/b/test_x.py`` apart, the hash suffix
+    ``[a/b]`` and ``[a-b]``; a test in a class is ``TestX.test_t``."""
+    from .filenames import safe_stem, test_file_dir
+
+    root = Path(str(request.config.rootpath))
     if name is None:
-        module = Path(str(request.node.path)).stem
-        test = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
-        return root / module / f"{test}.yaml"
+        folder = test_file_dir(Path(str(request.node.path)), root)
+        return root / "cassettes" / folder / f"{safe_stem(_test_name(request))}.yaml"
     path = Path(str(name))
     if not path.suffix:
         path = path.with_suffix(".yaml")
-    return path if path.is_absolute() else root / path
+    return path if path.is_absolute() else root / "cassettes" / path
+
+
+def _test_name(request: pytest.FixtureRequest) -> str:
+    """The test's id within its file, classes joined by ``.`` (``TestX.test_t[1]``)."""
+    within = request.node.nodeid.split("::", 1)[1] if "::" in request.node.nodeid else ""
+    return within.replace("::", ".") or request.node.name
+
+
+def _legacy_cassette_path(request: pytest.FixtureRequest) -> Path:
+    """Where the default cassette was looked for before names were path-aware (its names
+    collided): ``cassettes/<module>/<test>.yaml``, unsafe characters as ``-``."""
+    module = Path(str(request.node.path)).stem
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
+    return Path(str(request.config.rootpath)) / "cassettes" / module / f"{test}.yaml"
 
 
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     """Replay the test's cassette (``@pytest.mark.op_cassette(...)`` or, by default,
-    ``cassettes/<module>/<test>.yaml``) around the test.  ``--openprogram-record-mode=once``
+    ``cassettes/<test file path>/<test>.yaml``) around the test.  ``--openprogram-record-mode=once``
     records it (real model requests are allowed then).  At teardown, interactions left unplayed
     or a request that matched nothing fail the test."""
     __tracebackhide__ = True
@@ -216,7 +234,27 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
             from openprogram.providers import guard
 
             stack.enter_context(guard.allow_model_requests(True))
-        yield stack.enter_context(use_cassette(_cassette_path(request, name), **kwargs))
+        path = _cassette_path(request, name)
+        if name is None and kwargs["record_mode"] == "none":
+            _refuse_legacy_name(request, path)
+        yield stack.enter_context(use_cassette(path, **kwargs))
+
+
+def _refuse_legacy_name(request: pytest.FixtureRequest, path: Path) -> None:
+    """A default cassette still at its old, collision-prone name: say how to move it rather
+    than report it missing (or, worse, replay another test's file)."""
+    __tracebackhide__ = True
+    legacy = _legacy_cassette_path(request)
+    if path.is_file() or not legacy.is_file():
+        return
+    root = Path(str(request.config.rootpath))
+    pytest.fail(
+        f"the cassette of this test is now named {path.relative_to(root)} (path-aware, so tests "
+        f"of the same name in other files keep apart); found it at its old name "
+        f"{legacy.relative_to(root)}: move it (git mv {legacy.relative_to(root)} "
+        f"{path.relative_to(root)})",
+        pytrace=False,
+    )
 
 
 # -- harness: real-call guard, steering, loop_runner, trace_snapshot ------------------------------

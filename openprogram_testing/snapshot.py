@@ -15,10 +15,8 @@ snapshots (syrupy merges the workers' reports on the controller before cleaning 
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import re
-import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -27,34 +25,12 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 from syrupy.types import SnapshotIndex
 
+from .filenames import STEM_BUDGET, safe_stem
 from .render import render_snapshot
 from .trace import LoopTrace
 from .tree import TraceTree
 
-STEM_BUDGET = 150
-"""Most UTF-8 bytes a snapshot file stem takes (file systems allow 255 bytes per name, some
-encrypted ones about 143): long test ids are cut and get a hash suffix."""
-
-_UNSAFE = frozenset('\\/?*:|"<>')
 _INDEX = re.compile(r"(\.\d+|\[[^\[\]]*\])$")
-
-
-def safe_stem(name: str, budget: int = STEM_BUDGET) -> str:
-    """A file stem for the test id ``name``, unique and at most ``budget`` UTF-8 bytes.
-
-    Characters no file system accepts (``/ \\ : * ? " < > |`` and control characters) are
-    dropped; when that changed the id, or it is too long, a short hash of the whole id is
-    appended (``test_x[ab]-1a2b3c4d``), so ``a/b`` and ``ab``, or two long ids that share a
-    prefix, never share a file.
-    """
-    clean = "".join(
-        c for c in name if c not in _UNSAFE and not unicodedata.category(c).startswith("C")
-    )
-    if clean == name and len(clean.encode("utf-8")) <= budget:
-        return clean
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-    head = clean.encode("utf-8")[: budget - len(digest) - 1].decode("utf-8", "ignore")
-    return f"{head}-{digest}"
 
 
 _PROPERTY_OPTIONS = ("exclude", "include", "matcher")

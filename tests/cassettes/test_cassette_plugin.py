@@ -24,6 +24,8 @@ from tests.providers._helper import ADD_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytest_plugins = ["pytester"]
+
 
 async def _tool_loop(cassette: CassetteSession) -> tuple[object, int]:
     script = [turn(call("add", {"a": 2, "b": 3}), "Let me add."), "2 + 3 = 5."]
@@ -52,6 +54,8 @@ async def test_the_default_cassette_is_named_after_the_test(cassette: CassetteSe
     assert cassette.path == (
         ROOT
         / "cassettes"
+        / "tests"
+        / "cassettes"
         / "test_cassette_plugin"
         / "test_the_default_cassette_is_named_after_the_test.yaml"
     )
@@ -68,6 +72,59 @@ async def test_the_marker_passes_mutations(cassette: CassetteSession) -> None:
     assert trace.termination == "error"  # type: ignore[attr-defined]
     assert trace.tool_results == []  # type: ignore[attr-defined]
     assert cassette.unplayed == [1]
+
+
+NAMES = """
+import json, pathlib, pytest
+from openprogram_testing.plugin import _cassette_path
+
+@pytest.mark.parametrize("x", ["a/b", "a-b", "ab", "a:b"])
+def test_t(request, x):
+    _write(request)
+
+class TestK:
+    def test_t(self, request):
+        _write(request)
+
+def _write(request):
+    out = pathlib.Path(request.config.rootpath) / "paths.txt"
+    with out.open("a") as f:
+        f.write(str(_cassette_path(request, None)) + "\\n")
+"""
+
+
+def test_default_cassette_names_never_collide(pytester: pytest.Pytester) -> None:
+    for folder in ("suite", "suite/a", "suite/b"):
+        (pytester.path / folder).mkdir()
+        (pytester.path / folder / "__init__.py").write_text("")
+    for folder in ("suite/a", "suite/b"):
+        (pytester.path / folder / "test_x.py").write_text(NAMES)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly").assert_outcomes(
+        passed=10
+    )
+    paths = (pytester.path / "paths.txt").read_text().split()
+    assert len(paths) == len(set(paths)) == 10
+    names = sorted(str(Path(p).relative_to(pytester.path)) for p in paths)
+    assert "cassettes/suite/a/test_x/TestK.test_t.yaml" in names
+    assert "cassettes/suite/b/test_x/test_t[ab].yaml" in names
+    assert "cassettes/suite/b/test_x/test_t[a-b].yaml" in names
+    assert any(n.startswith("cassettes/suite/a/test_x/test_t[ab]-") for n in names)  # a/b
+
+
+def test_a_cassette_at_its_old_name_is_reported_with_the_move(pytester: pytest.Pytester) -> None:
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_old.py").write_text("def test_t(cassette):\n    pass\n")
+    old = pytester.path / "cassettes" / "test_old" / "test_t.yaml"
+    old.parent.mkdir(parents=True)
+    old.write_text("version: 1\ninteractions: []\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*found it at its old name cassettes/test_old/test_t.yaml: move it (git mv "
+            "cassettes/test_old/test_t.yaml cassettes/tests/test_old/test_t.yaml)*"
+        ]
+    )
 
 
 def test_the_record_mode_option_defaults_to_replay_only(request: pytest.FixtureRequest) -> None:
