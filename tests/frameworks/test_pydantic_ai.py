@@ -119,3 +119,79 @@ async def test_recorded_run_replays_redacted_and_with_a_fault(tmp_path: Path):
         with pytest.raises(pydantic_ai.exceptions.ModelHTTPError):
             await a.run("add 2+3")
     assert ran == [(2, 3)]  # the first answer played; the second became a 500
+
+
+def _model(api: str, emu: ProviderEmulator) -> Any:
+    """pydantic-ai's model for ``api``, its client pointed at the emulator."""
+    if api == "openai_chat":
+        return chat(emu.openai_base_url)
+    if api == "openai_responses":
+        provider: Any = OpenAIProvider(base_url=emu.openai_base_url, api_key="test")
+        return pydantic_ai.models.openai.OpenAIResponsesModel("m", provider=provider)
+    if api == "anthropic":
+        provider = AnthropicProvider(api_key="test", base_url=emu.anthropic_base_url)
+        return AnthropicModel("claude-sonnet-4-5", provider=provider)
+    if api == "gemini":
+        from google.genai import Client, types
+        from pydantic_ai.models.google import GoogleModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        client = Client(api_key="test", http_options=types.HttpOptions(base_url=emu.base_url))
+        return GoogleModel("gemini-2.5-flash", provider=GoogleProvider(client=client))
+    import boto3
+    from pydantic_ai.models.bedrock import BedrockConverseModel
+    from pydantic_ai.providers.bedrock import BedrockProvider
+
+    bedrock = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=emu.base_url,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    return BedrockConverseModel(
+        "amazon.nova-micro-v1:0", provider=BedrockProvider(bedrock_client=bedrock)
+    )
+
+
+APIS = ["openai_chat", "openai_responses", "anthropic", "gemini", "bedrock"]
+
+
+async def _run(agent: Any, prompt: str, *, stream: bool) -> Any:
+    if not stream:
+        return await agent.run(prompt)
+
+    async def handler(ctx: Any, events: Any) -> None:
+        async for _ in events:
+            pass
+
+    return await agent.run(prompt, event_stream_handler=handler)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("api", APIS)
+async def test_parallel_tool_round_on_every_api(provider_emulator, api, stream):
+    provider_emulator.add(*tool_round(parallel=True))
+    a, ran = _agent(_model(api, provider_emulator))
+    result = await _run(a, "add 2+3 and 4+5", stream=stream)
+    assert result.output == "The sum is 5." and sorted(ran) == [(2, 3), (4, 5)]
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 8)
+    assert roles(provider_emulator)[1] == ["user", "assistant", "toolResult", "toolResult"]
+    assert [r.api for r in provider_emulator.requests] == [api] * 2
+    if stream:  # (pydantic-ai's Anthropic model streams its plain requests too)
+        assert all(r.stream for r in provider_emulator.requests)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("api", ["gemini", "bedrock"])
+async def test_malformed_call_signals_are_recovered_from(provider_emulator, api, stream):
+    """Gemini's ``MALFORMED_FUNCTION_CALL`` (no parts: pydantic-ai asks for text or a call
+    again) and Converse's ``malformed_tool_use`` (the salvaged input fails validation, or the
+    streamed text fails to parse): either way the next request carries the news and the run
+    ends on the model's next answer, without running the tool."""
+    provider_emulator.add(turn(call("add", raw=BROKEN)), "recovered")
+    a, ran = _agent(_model(api, provider_emulator))
+    result = await _run(a, "add 2+3", stream=stream)
+    assert result.output == "recovered" and ran == []
+    second = roles(provider_emulator)[1]
+    assert second == (["user", "user"] if api == "gemini" else ["user", "assistant", "toolResult"])
