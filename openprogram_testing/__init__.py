@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .scenarios import ScenarioResult as ScenarioResult
     from .scenarios import load_scenario as load_scenario
     from .scenarios import run_scenario as run_scenario
+    from .scenarios import scenario_factory as scenario_factory
     from .schema_provider import SchemaDrivenProvider as SchemaDrivenProvider
     from .scripted import ModelRequest as ModelRequest
     from .scripted import ScriptedCall as ScriptedCall
@@ -104,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "ScenarioError": "scenarios",
     "ScenarioResult": "scenarios",
     "load_scenario": "scenarios",
+    "scenario_factory": "scenarios",
     "run_scenario": "scenarios",
     "ModelRequest": "scripted",
     "ScriptError": "scripted",

@@ -26,9 +26,14 @@ def main(argv: list[str] | None = None) -> int:
             f"installed); install it with: {INSTALL_LINE}\n"
         )
         return 2
+    import faulthandler
+
     import typer
 
     from .commands import UsageProblem, app, err
+
+    if not faulthandler.is_enabled():  # a crash of trusted scenario code (os.abort in a
+        faulthandler.enable()  # factory) prints its Python stack instead of ending silently
     from .scenarios import ScenarioError
 
     try:

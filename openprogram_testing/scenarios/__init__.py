@@ -15,6 +15,7 @@ scenarios), ``expectations``, ``events`` (the ``expect.events`` notation) and ``
 
 from .events import event_tokens, parse_event_token
 from .expectations import check_expectations
+from .imports import scenario_factory
 from .loader import load_scenario, parse_scenario, scenario_json_schema
 from .model import (
     SCENARIO_PATTERNS,
@@ -82,6 +83,7 @@ __all__ = [
     "parse_event_token",
     "parse_scenario",
     "run_scenario",
+    "scenario_factory",
     "scenario_json_schema",
     "scenario_stem",
     "snapshot_path",

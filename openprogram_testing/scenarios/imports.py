@@ -2,8 +2,17 @@
 
 A scenario may offer the project's own tools next to stubs.  The import path names an
 ``@function`` / ``@agentic_function``, a tool object or dict (what ``Runtime.exec(tools=...)``
-accepts), a list of them, or a factory without required parameters returning one of those.  The
-top-level ``runtime:`` names a factory ``f(provider)`` returning a configured ``Runtime``.
+accepts), a list of them, or a factory marked ``@scenario_factory`` without required parameters
+returning one of those.  The top-level ``runtime:`` names a factory ``f(provider)`` (a Python
+function, or a callable marked ``@scenario_factory``) returning a configured ``Runtime``.
+
+**Trust**: a scenario with ``import:`` or ``runtime:`` is code, to be trusted like a
+``conftest.py``: validating it imports the named modules.  What the harness promises within that
+model: it calls nothing that was not made to be called by a scenario (an unmarked callable named
+by ``import:``, a builtin such as ``signal.pause``, ``input`` or ``os.abort``, or a class named by
+``runtime:`` is reported, never called), and a factory it calls runs with stdin closed (a read
+gets end-of-file) and within ``FACTORY_TIME_LIMIT_S``; imports run with stdin closed too.  An
+exception, a timeout or ``SystemExit`` becomes a positioned error.
 
 Modules are looked up in the *import roots* first (under pytest: the ``pythonpath`` ini setting
 and the rootdir; for the CLI: ``--import-root``; from Python: ``import_roots=``), then on
@@ -17,15 +26,50 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import io
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+FACTORY_TIME_LIMIT_S = 10.0
+"""How long a factory named by a scenario may take before validation reports it."""
+
+_MARK = "__openprogram_scenario_factory__"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ImportProblem(ValueError):
     """An import path that does not give what the scenario needs."""
+
+
+def scenario_factory(fn: F) -> F:
+    """Mark ``fn`` as a factory a scenario's ``import:`` may call (it returns a tool or a list
+    of tools; ``runtime:`` factories may carry the mark too).  Without it, a callable named by
+    ``import:`` is reported as not a tool and never called: calling is a deliberate act."""
+    setattr(fn, _MARK, True)
+    return fn
+
+
+def is_factory(obj: Any) -> bool:
+    """Whether ``obj`` carries the ``@scenario_factory`` mark."""
+    try:
+        return getattr(obj, _MARK, False) is True
+    except Exception:
+        return False
+
+
+@contextmanager
+def _stdin_closed() -> Iterator[None]:
+    """``sys.stdin`` at end-of-file: code run while a file is validated cannot wait for input."""
+    saved = sys.stdin
+    sys.stdin = io.StringIO("")
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 @contextmanager
@@ -45,7 +89,7 @@ def _roots_on_path(roots: Sequence[Path]) -> Iterator[None]:
 def resolve(path: str, roots: Sequence[Path] = ()) -> Any:
     """The object ``package.module:attribute`` names."""
     module_name, _, attribute = path.partition(":")
-    with _roots_on_path(roots):
+    with _roots_on_path(roots), _stdin_closed():
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -96,7 +140,7 @@ def load_tools(path: str, roots: Sequence[Path] = ()) -> list[Any]:
     from openprogram.tools import as_agent_tool
 
     obj = resolve(path, roots)
-    if not is_tool(obj) and not isinstance(obj, (list, tuple)) and callable(obj):
+    if not is_tool(obj) and not isinstance(obj, (list, tuple)) and is_factory(obj):
         obj = _call_factory(path, obj)
     items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
     if not isinstance(obj, (list, tuple)) and not is_tool(obj):
@@ -113,7 +157,8 @@ def load_tools(path: str, roots: Sequence[Path] = ()) -> list[Any]:
 
 _TOOL_FORMS = (
     "expected an @function/@agentic_function, a dict with 'spec' and 'execute', an object with "
-    ".spec and .execute, a list of those, or a factory returning one"
+    ".spec and .execute, a list of those, or a @scenario_factory returning one (a scenario calls "
+    "nothing else)"
 )
 
 
@@ -139,16 +184,44 @@ def _call_factory(path: str, factory: Any, *args: Any) -> Any:
                 f"{path!r} is a callable that is not a tool and not a factory with {needed} "
                 f"(signature {signature}); decorate a tool function with @function"
             ) from None
-    try:
-        result = factory(*args)
-    except (Exception, SystemExit) as exc:
-        raise ImportProblem(f"calling the factory {path!r} raised {_describe(exc)}") from None
+    result = _guarded(path, factory, *args)
     if inspect.isawaitable(result):
         close = getattr(result, "close", None)
         if callable(close):
             close()
         raise ImportProblem(f"the factory {path!r} is async; it must return its value directly")
     return result
+
+
+def _guarded(path: str, factory: Any, *args: Any) -> Any:
+    """``factory(*args)`` with stdin closed, on a daemon thread given ``FACTORY_TIME_LIMIT_S``
+    (a factory that never returns is reported and abandoned, as a timed-out tool is)."""
+    outcome: list[Any] = []
+
+    def call() -> None:
+        try:
+            outcome.append((True, factory(*args)))
+        except BaseException as exc:  # every way out becomes a message
+            outcome.append((False, exc))
+
+    with _stdin_closed():
+        worker = threading.Thread(target=call, name=f"scenario factory {path}", daemon=True)
+        worker.start()
+        worker.join(FACTORY_TIME_LIMIT_S)
+    if not outcome:
+        raise ImportProblem(
+            f"the factory {path!r} did not return within {FACTORY_TIME_LIMIT_S:g} s"
+        )
+    ok, value = outcome[0]
+    if not ok:
+        raise ImportProblem(f"calling the factory {path!r} raised {_describe(value)}")
+    return value
+
+
+def _callable_as_runtime_factory(obj: Any) -> bool:
+    """What ``runtime:`` may call: a Python function (or method), or a marked callable; not a
+    builtin (``signal.pause``, ``os.abort``), a class or another callable object."""
+    return is_factory(obj) or inspect.isfunction(obj) or inspect.ismethod(obj)
 
 
 def load_runtime(path: str, provider: Any, roots: Sequence[Path] = ()) -> Any:
@@ -161,8 +234,11 @@ def load_runtime(path: str, provider: Any, roots: Sequence[Path] = ()) -> Any:
             f"{path!r} is a Runtime instance; name a factory f(provider) that returns one, so "
             "the scenario's model script reaches it"
         )
-    if not callable(factory):
-        raise ImportProblem(f"{path!r} is {_kind(factory)}, not a factory f(provider) -> Runtime")
+    if not callable(factory) or not _callable_as_runtime_factory(factory):
+        raise ImportProblem(
+            f"{path!r} is {_kind(factory)}, not a factory f(provider) -> Runtime (a Python "
+            "function or a @scenario_factory; nothing else is called)"
+        )
     runtime = _call_factory(path, factory, provider)
     if not isinstance(runtime, Runtime):
         raise ImportProblem(
@@ -189,4 +265,14 @@ def with_runtime(tool: Any, runtime: Any) -> Any:
     return replace(agent_tool, execute=execute)
 
 
-__all__ = ["ImportProblem", "is_tool", "load_runtime", "load_tools", "resolve", "with_runtime"]
+__all__ = [
+    "FACTORY_TIME_LIMIT_S",
+    "ImportProblem",
+    "is_factory",
+    "is_tool",
+    "load_runtime",
+    "load_tools",
+    "resolve",
+    "scenario_factory",
+    "with_runtime",
+]

@@ -18,6 +18,7 @@ INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 SHOP = '''
 from openprogram import Runtime, agentic_function, function
+from openprogram_testing import scenario_factory
 
 CALLS = []
 
@@ -45,6 +46,7 @@ async def summarize(topic: str, runtime) -> str:
     return await runtime.aexec(f"summarize {topic}", tools=[])
 
 
+@scenario_factory
 def make_tools():
     return [refund]
 
