@@ -380,7 +380,9 @@ def render_cassette(file: Path, data: dict[str, Any]) -> str:
         lines.append(f"#{i} {request.get('method', '?')} {request.get('uri', '?')}")
         body = _json_body(request.get("body"))
         if isinstance(body, dict):
-            lines.extend("  " + line for line in _describe_request(body))
+            lines.extend(
+                "  " + line for line in _describe_request(body, str(request.get("uri") or ""))
+            )
         status = response.get("status") or {}
         code = status.get("code") if isinstance(status, dict) else status
         lines.append(f"  ← {code} {status.get('message', '') if isinstance(status, dict) else ''}")
@@ -409,7 +411,14 @@ def _json_body(body: Any) -> Any:
     return loads_or_none(_body_text(body))
 
 
-def _describe_request(body: dict[str, Any]) -> list[str]:
+def _describe_request(body: dict[str, Any], uri: str = "") -> list[str]:
+    from urllib.parse import unquote, urlsplit
+
+    from .wire import route
+
+    found = route(unquote(urlsplit(uri).path)) if uri else None
+    if found is not None and found.api in ("gemini", "bedrock"):
+        return _describe_parsed(found, body)
     out = [f"model {body.get('model')!r}, stream={body.get('stream', False)}"]
     messages = body.get("messages") or body.get("input") or []
     if isinstance(messages, list):
@@ -424,6 +433,20 @@ def _describe_request(body: dict[str, Any]) -> list[str]:
     for key in ("tool_choice", "parallel_tool_calls"):
         if key in body:
             out.append(f"{key}: {json.dumps(body[key])}")
+    return out
+
+
+def _describe_parsed(found: Any, body: dict[str, Any]) -> list[str]:
+    """A Gemini or Bedrock request (model and streaming in the path; the body read by its wire
+    format, in either spelling Gemini accepts)."""
+    parsed = found.wire.parse(body)
+    out = [f"model {found.model!r}, stream={bool(found.stream)}"]
+    roles = [m.role for m in parsed.messages]
+    out.append(f"history ({len(roles)}): {', '.join(roles)}")
+    if parsed.tools:
+        out.append(f"tools: {', '.join(t.name for t in parsed.tools)}")
+    if parsed.tool_choice is not None:
+        out.append(f"tool_choice: {json.dumps(parsed.tool_choice)}")
     return out
 
 

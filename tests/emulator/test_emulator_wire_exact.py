@@ -329,3 +329,21 @@ def test_cli_no_echo_answers_nothing_past_the_script():
         stop.set()
         thread.join(10)
     assert result == [0]
+
+
+def test_show_describes_gemini_requests_in_either_spelling():
+    """``openprogram-testing show`` reads a recorded Gemini request as the emulator does."""
+    from pathlib import Path
+
+    from openprogram_testing.commands import render_cassette
+
+    uri = "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:generateContent"
+    shown = []
+    for body in (SNAKE_BODY, _camel(SNAKE_BODY)):
+        request = {"method": "POST", "uri": uri, "body": json.dumps(body)}
+        response = {"status": {"code": 200, "message": "OK"}, "body": {"string": "{}"}}
+        data = {"interactions": [{"request": request, "response": response}]}
+        shown.append(render_cassette(Path("c.yaml"), data))
+    assert shown[0] == shown[1]
+    assert "history (3): user, assistant, toolResult" in shown[0]
+    assert "tools: add" in shown[0] and "model 'gemini-2.5-flash', stream=False" in shown[0]
