@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from .scenarios import load_scenario as load_scenario
     from .scenarios import run_scenario as run_scenario
     from .scenarios import scenario_factory as scenario_factory
+    from .scenarios.scaffold import ScaffoldError as ScaffoldError
+    from .scenarios.scaffold import scaffold_cassette as scaffold_cassette
     from .schema_provider import SchemaDrivenProvider as SchemaDrivenProvider
     from .scripted import ModelRequest as ModelRequest
     from .scripted import ScriptedCall as ScriptedCall
@@ -107,6 +109,8 @@ _EXPORTS: dict[str, str] = {
     "load_scenario": "scenarios",
     "scenario_factory": "scenarios",
     "run_scenario": "scenarios",
+    "ScaffoldError": "scenarios.scaffold",
+    "scaffold_cassette": "scenarios.scaffold",
     "ModelRequest": "scripted",
     "ScriptError": "scripted",
     "ScriptedCall": "scripted",

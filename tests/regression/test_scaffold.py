@@ -1,0 +1,135 @@
+"""``scaffold``: a recording becomes a scenario that validates and passes as written, on every
+shared real recording (or is refused with its reason), from the command line too; with
+``--agent`` the user's real tools run; a cassette that cannot be loaded is a clean error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from openprogram_testing.cli import main
+from openprogram_testing.scenarios import load_scenario, run_scenario
+from openprogram_testing.scenarios.scaffold import ScaffoldError, scaffold_cassette
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent.parent / "shared" / "conformance" / "cassettes"
+if not SHARED.is_dir():
+    SHARED = Path("/work/shared/conformance/cassettes")
+RECORDINGS = sorted(SHARED.rglob("*.yaml")) if SHARED.is_dir() else []
+REFUSED = {
+    "chatlas/test_provider_bedrock/test_anthropic_tool_variations_async.yaml": "InvokeModel",
+    "dd-trace-py/anthropic_completion_error.yaml": "no user prompt",
+    # The SDK asks again (retries, another media upload) where the recording has no more.
+    "crewai/TestAgentMultimodalGemini.test_video_file[gemini-gemini-2.0-flash].yaml": "cassette",
+    "crewai/TestBedrockNativeToolCalling.test_bedrock_parallel_native_tool_calling_test_agent_kickoff.yaml": "cassette",
+    "dd-trace-py/bedrock/bedrock_converse_error.yaml": "cassette",
+    "mirascope/test_call_with_tools/google_gemini_2_5_flash/sync.yaml": "cassette",
+    "opentelemetry-python-contrib/google_genai/test_streaming[logcontent-gemini-2.5-flash-vertexaiapi-sync-default].yaml": "cassette",
+    "pydantic-ai/test_bedrock/test_bedrock_model_retry.yaml": "cassette",
+}  # fmt: skip
+"""Shared recordings that do not replay as one loop run, and what the refusal names."""
+
+
+@pytest.mark.skipif(not RECORDINGS, reason="the shared recordings are not on this machine")
+@pytest.mark.parametrize(
+    "cassette", RECORDINGS, ids=[str(p.relative_to(SHARED)) for p in RECORDINGS]
+)
+def test_every_shared_recording_scaffolds_a_scenario_that_passes_as_written(
+    cassette: Path, tmp_path: Path
+) -> None:
+    name = cassette.relative_to(SHARED).as_posix()
+    out = tmp_path / "scenario_scaffolded.yaml"
+    root = os.path.commonpath([tmp_path, cassette])  # the recordings stay where they are
+    if name in REFUSED:
+        with pytest.raises(ScaffoldError, match=REFUSED[name]):
+            scaffold_cassette(cassette, out, root=root)
+        assert not out.exists()
+        return
+    # scaffold_cassette loads and runs the file it wrote: its result is the file's, as written
+    result = scaffold_cassette(cassette, out, root=root)
+    assert result.passed and result.path == str(out), result.failure_text
+    text = out.read_text(encoding="utf-8")
+    assert "match_body: false" in text and "Matching is relaxed" in text
+    scenario = load_scenario(out, root=root)  # and it validates as written
+    assert scenario.expect.trajectory is not None and scenario.expect.termination is not None
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copy(ROOT / "scenarios" / "cassettes" / "gemini_weather.yaml", tmp_path / "weather.yaml")
+    return tmp_path
+
+
+def test_the_command_writes_a_scenario_and_refuses_to_overwrite(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["scaffold", "weather.yaml", "--out", "tests/scenario_weather.yaml"]) == 0
+    assert "passes as written" in capsys.readouterr().out
+    scenario = load_scenario(project / "tests" / "scenario_weather.yaml")
+    assert scenario.cassette is not None and scenario.cassette.path == "../weather.yaml"
+    assert scenario.expect.final_text == "It is sunny and 21 C in Paris."
+    assert run_scenario(scenario).passed
+    assert main(["scaffold", "weather.yaml", "--out", "tests/scenario_weather.yaml"]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["scaffold", "weather.yaml", "-o", "tests/scenario_weather.yaml", "--force"]) == 0
+
+
+def test_a_scaffolded_expectation_fails_when_the_run_changes(project: Path) -> None:
+    out = project / "scenario_weather.yaml"
+    scaffold_cassette(project / "weather.yaml", out)
+    text = out.read_text(encoding="utf-8")
+    out.write_text(text.replace("city: Paris", "city: Rome"), encoding="utf-8")
+    failures = run_scenario(load_scenario(out)).failures
+    assert len(failures) == 1 and "args.city" in failures[0]
+
+
+def test_with_agent_the_real_tools_run(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "weather_agent.py").write_text(
+        "from openprogram import function\n\n\n"
+        "@function\n"
+        "def get_weather(city: str) -> str:\n"
+        '    """Current weather for a city."""\n'
+        '    return f"real weather of {city}"\n'
+    )
+    monkeypatch.syspath_prepend(str(project))
+    out = project / "scenario_agent.yaml"
+    result = scaffold_cassette(project / "weather.yaml", out, agent="weather_agent:get_weather")
+    assert result.trace.tool_results[0].text == "real weather of Paris"
+    assert "import: weather_agent:get_weather" in out.read_text(encoding="utf-8")
+    sys.modules.pop("weather_agent", None)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("not: [a cassette", "cannot load the cassette"),
+        ("interactions: []\nversion: 1\n", "no interactions"),
+        (
+            "interactions:\n- request: {method: POST, uri: 'https://example.com/x', body: '{}', headers: {}}\n"
+            "  response: {status: {code: 200, message: OK}, headers: {}, body: {string: ''}}\nversion: 1\n",
+            "not one of the provider APIs",
+        ),
+    ],
+)
+def test_a_cassette_that_cannot_become_a_scenario_is_a_clean_error(
+    project: Path,
+    content: str,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (project / "bad.yaml").write_text(content)
+    with pytest.raises(ScaffoldError, match=says):
+        scaffold_cassette(project / "bad.yaml", project / "scenario_bad.yaml")
+    assert not (project / "scenario_bad.yaml").exists()
+    monkeypatch.chdir(project)
+    assert main(["scaffold", "bad.yaml", "--out", "scenario_bad.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert main(["scaffold", "missing.yaml", "--out", "scenario_m.yaml"]) == 2
