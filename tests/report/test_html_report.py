@@ -236,8 +236,8 @@ def test_runtime_exec_runs_become_nested_lanes_of_one_record() -> None:
 
 
 def test_a_scenarios_agentic_tool_run_is_a_nested_lane_under_its_tool_call() -> None:
-    """The nested ``Runtime.exec`` of an agentic tool is announced before the loop run that
-    called it; the collector files it under that run, at the tool call that started it."""
+    """A scenario with an agentic tool runs through ``Runtime.exec``: the nested run is filed
+    under the outer run, labelled with the tool call that started it, as an exec tree's."""
     from openprogram_testing.scenarios import run_scenario
 
     root = Path(__file__).resolve().parents[2]
@@ -252,6 +252,7 @@ def test_a_scenarios_agentic_tool_run_is_a_nested_lane_under_its_tool_call() -> 
     assert record["label"] == "run 1"
     (lane,) = record["children"]
     call_id = result.trace.tool_calls[0].id
-    assert lane["label"] == f"exec from {result.trace.tool_calls[0].name} (call {call_id})"
+    name = result.trace.tool_calls[0].name
+    assert lane["label"] == f"exec from {name} (call {call_id}, depth 1)"
     assert lane["rounds"] and record["behaviours"]["nested_exec"] == 1
     assert all(note["kind"] != "nested_run" for r in record["rounds"] for note in r["notes"])
