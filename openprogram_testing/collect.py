@@ -1,5 +1,10 @@
 """The YAML collector: scenario files become pytest items.
 
+Each item has fixtures as a test function does: the ``autouse`` fixtures in its scope
+(``conftest.py`` files, plugins) and those the scenario names in ``usefixtures:`` are set up
+before the run and torn down after it, so a fixture that resets a tool's state keeps scenarios
+apart.
+
 ``scenario_*.yaml``, ``*.scenario.yaml`` (``.yml`` too) and whatever the ``openprogram_scenarios``
 ini option's globs match are collected; each file is one item, named after the scenario.  A file
 the loader rejects is still one item, failing with the loader's ``file:line:column`` report, so a
@@ -42,9 +47,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return file
 
 
-class ScenarioFile(pytest.File):
+class ScenarioFile(pytest.Module):
     """One scenario file: one test item (an invalid file becomes a failing item whose message
-    is the loader's ``file:line:column`` report)."""
+    is the loader's ``file:line:column`` report).
+
+    A ``Module`` to pytest, so that module-scoped fixtures (an autouse fixture's dependency,
+    such as a plugin's per-module cassette directory) have the node they attach to; its
+    ``obj`` is an empty module named after the file, never the YAML imported as Python."""
+
+    def _getobj(self) -> Any:
+        import types
+
+        module = types.ModuleType(self.path.stem.replace(".", "_"))
+        module.__file__ = str(self.path)
+        return module
 
     def collect(self) -> Iterator[pytest.Item]:
         from .scenarios import ScenarioError, load_scenario, scenario_stem
@@ -193,6 +209,20 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
         self.load_error = load_error
         self.result: ScenarioResult | None = None
+        if scenario is not None and scenario.usefixtures:
+            self.add_marker(pytest.mark.usefixtures(*scenario.usefixtures))
+        # Fixtures as a test function has them: the autouse fixtures in scope (conftest files,
+        # plugins) and those ``usefixtures:`` names, set up before the run, torn down after.
+        manager = self.session._fixturemanager
+        self._fixtureinfo = manager.getfixtureinfo(node=self, func=None, cls=None)
+        self.fixturenames = self._fixtureinfo.names_closure
+        self.funcargs: dict[str, Any] = {}
+
+    def setup(self) -> None:
+        from _pytest.fixtures import TopRequest
+
+        request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
+        request._fillfixtures()
 
     def runtest(self) -> None:
         if self.load_error is not None or self.scenario is None:

@@ -472,6 +472,11 @@ class Scenario(_Strict):
     options: LoopOptions = Field(default_factory=LoopOptions)
     expect: Expectations = Field(default_factory=Expectations)
     check_invariants: bool = True
+    usefixtures: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list
+    )
+    """pytest fixtures set up around the run (besides the autouse ones in scope), as
+    ``@pytest.mark.usefixtures`` does for a test function; ignored outside pytest."""
     runtime: ImportPath | None = None
     """A factory ``f(provider)`` returning a configured ``Runtime``: agentic functions run
     their nested runs on it, and its system prompt, tool timeout and steering mode are the
