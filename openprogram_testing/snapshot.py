@@ -26,6 +26,7 @@ from syrupy.location import PyTestLocation
 from syrupy.types import SnapshotIndex
 
 from .filenames import STEM_BUDGET, safe_stem
+from .paths import confined, snapshot_root
 from .render import render_snapshot
 from .trace import LoopTrace
 from .tree import TraceTree
@@ -104,6 +105,24 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         stem = path.name[: -len(suffix)]
         expected = safe_stem(test_location.snapshot_name)
         return stem == expected or _INDEX.sub("", stem) == expected
+
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> Any:
+        """syrupy's read, refused through a link that leaves the project (``OutsideProject``)."""
+        location = Path(snapshot_location)
+        confined(location, snapshot_root(location), "the snapshot")
+        return super().read_snapshot_data_from_location(
+            snapshot_location=snapshot_location, snapshot_name=snapshot_name, session_id=session_id
+        )
+
+    @classmethod
+    def write_snapshot_collection(cls, *, snapshot_collection: Any, **kwargs: Any) -> None:
+        """syrupy's write, refused through a link that leaves the project (the file itself or a
+        linked ``__snapshots__`` directory): an update never writes outside it."""
+        location = Path(snapshot_collection.location)
+        confined(location, snapshot_root(location), "the snapshot")
+        super().write_snapshot_collection(snapshot_collection=snapshot_collection, **kwargs)
 
     def serialize(self, data: Any, **kwargs: Any) -> str:
         """The snapshot text of ``data``; refuses syrupy's property options (see

@@ -29,6 +29,7 @@ from typing import Any
 
 from openprogram.choices import CHOOSE_TOOL
 
+from ..paths import PROJECT_MARKERS, project_root
 from .imports import ImportProblem, load_runtime, load_tools
 from .menus import Menus, describe, run_menus
 from .model import FunctionChoice, Scenario
@@ -36,16 +37,10 @@ from .model import FunctionChoice, Scenario
 Loc = tuple[str | int, ...]
 Found = list[tuple[Loc, str]]
 
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "pytest.ini", "tox.ini", ".git")
-
 
 def scenario_root(path: Path) -> Path:
     """The root of the project holding the scenario file ``path`` (see the module docstring)."""
-    start = path.resolve().parent
-    for directory in (start, *start.parents):
-        if any((directory / marker).exists() for marker in PROJECT_MARKERS):
-            return directory
-    return start
+    return project_root(path.resolve().parent)
 
 
 def check(scenario: Scenario, import_roots: Sequence[Path] = ()) -> Found:

@@ -72,8 +72,19 @@ def check_snapshot(
 ) -> tuple[str | None, bool]:
     """``(failure line or None, whether a snapshot was written)``.  ``snapshot`` is a syrupy
     assertion (under pytest); without one the extension is used directly."""
-    if snapshot is not None:
-        return _with_assertion(snapshot, trace, hint)
+    from ..paths import OutsideProject
+
+    try:
+        if snapshot is not None:
+            return _with_assertion(snapshot, trace, hint)
+        return _without_pytest(scenario, trace, update, hint)
+    except OutsideProject as exc:
+        return f"expect.snapshot: {exc}", False
+
+
+def _without_pytest(
+    scenario: Scenario, trace: Any, update: bool, hint: str
+) -> tuple[str | None, bool]:
     if scenario.path is None:
         return "expect.snapshot: a scenario built in code has no file to keep it beside", False
     from syrupy.exceptions import SnapshotDoesNotExist
@@ -90,6 +101,9 @@ def check_snapshot(
     if stored == data:
         return None, False
     if update:
+        from ..paths import confined, snapshot_root
+
+        confined(Path(location), snapshot_root(Path(location)), "the snapshot")
         Path(location).parent.mkdir(parents=True, exist_ok=True)
         extension.write_snapshot(snapshot_location=location, snapshots=[(data, site, 0)])
         return None, True
@@ -97,8 +111,12 @@ def check_snapshot(
 
 
 def _with_assertion(snapshot: Any, trace: Any, hint: str) -> tuple[str | None, bool]:
+    from ..paths import OutsideProject
+
     matched = snapshot == trace
     result = snapshot.executions[snapshot.num_executions - 1]
+    if isinstance(result.exception, OutsideProject):
+        raise result.exception
     if matched:
         return None, bool(result.created or result.updated)
     if result.exception is not None and result.asserted_data is None:
