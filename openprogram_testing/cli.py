@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import typer
 
+    from . import recording_commands  # noqa: F401  (registers scaffold and diff on the app)
     from .commands import UsageProblem, app, err
 
     if not faulthandler.is_enabled():  # a crash of trusted scenario code (os.abort in a
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 def __getattr__(name: str) -> object:
     """``openprogram_testing.cli.app``: the typer application, imported on first use."""
     if name == "app":
+        from . import recording_commands  # noqa: F401  (registers scaffold and diff)
         from .commands import app
 
         return app

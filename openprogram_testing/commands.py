@@ -8,6 +8,7 @@ codes, is ``openprogram_testing.cli``).
     openprogram-testing record SCENARIO --api openai_chat --out cassette.yaml
     openprogram-testing emulator [--port N]
     openprogram-testing scaffold CASSETTE --out scenario_x.yaml [--agent module:attr]
+    openprogram-testing diff OLD NEW [--strict]   # what the model did differently
 
 ``run`` hands the scenario files to pytest (the plugin's YAML collector runs them), so ``-n`` is
 pytest-xdist and ``--junit-xml`` is pytest's JUnit writer; the rich progress bar and table are a
@@ -572,34 +573,6 @@ def record(
     out.print(
         f"\ncassette written to {escape(str(out_file))} ({trace.model_calls} model call(s), "
         f"termination {trace.termination})"
-    )
-
-
-@app.command()
-def scaffold(
-    cassette: Annotated[Path, typer.Argument(help="The recorded cassette to turn into a test.")],
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="Scenario file to write.")],
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", help="module:attr of your real tools (instead of stubs)."),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
-) -> None:
-    """Write a scenario that replays CASSETTE and expects what the recorded run did."""
-    from .scenarios.scaffold import ScaffoldError, scaffold_cassette
-
-    if out_file.exists() and not force:
-        raise UsageProblem(f"{out_file} exists; pass --force to overwrite it")
-    try:
-        result = scaffold_cassette(cassette, out_file, agent=agent)
-    except ScaffoldError as exc:
-        raise UsageProblem(f"cannot scaffold {cassette}: {exc}") from None
-    trace = result.trace
-    out.print(
-        f"scenario written to {escape(str(out_file))}: it passes as written "
-        f"(termination {trace.termination}, {trace.model_calls} model call(s), "
-        f"{len(trace.tool_calls)} tool call(s)); loosen its expectations where variation is "
-        "harmless"
     )
 
 

@@ -1,0 +1,66 @@
+"""The ``scaffold`` and ``diff`` commands of ``openprogram-testing``: a recording becomes a test,
+and what drifted between two recordings.  They register on the one ``commands.app`` when this
+module is imported (``cli`` does), and keep their logic in ``scenarios.scaffold`` and ``drift``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from .commands import UsageProblem, app, out
+
+
+@app.command()
+def scaffold(
+    cassette: Annotated[Path, typer.Argument(help="The recorded cassette to turn into a test.")],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="Scenario file to write.")],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="module:attr of your real tools (instead of stubs)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a scenario that replays CASSETTE and expects what the recorded run did."""
+    from .scenarios.scaffold import ScaffoldError, scaffold_cassette
+
+    if out_file.exists() and not force:
+        raise UsageProblem(f"{out_file} exists; pass --force to overwrite it")
+    try:
+        result = scaffold_cassette(cassette, out_file, agent=agent)
+    except ScaffoldError as exc:
+        raise UsageProblem(f"cannot scaffold {cassette}: {exc}") from None
+    trace = result.trace
+    out.print(
+        f"scenario written to {escape(str(out_file))}: it passes as written "
+        f"(termination {trace.termination}, {trace.model_calls} model call(s), "
+        f"{len(trace.tool_calls)} tool call(s)); loosen its expectations where variation is "
+        "harmless"
+    )
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The earlier recording (a cassette).")],
+    new: Annotated[Path, typer.Argument(help="The re-recorded cassette.")],
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail on changed text or usage too.")
+    ] = False,
+) -> int:
+    """What the model did differently in NEW than in OLD, interaction by interaction.  Exit 1
+    when tools, arguments, stop reasons or errors changed (with --strict: anything), else 0."""
+    from .drift import RecordingUnreadable, diff_recordings
+
+    try:
+        drift = diff_recordings(old, new)
+    except RecordingUnreadable as exc:
+        raise UsageProblem(str(exc)) from None
+    out.print(escape(drift.report()))
+    failed = drift.behaviour_changed or (strict and bool(drift.changes))
+    return 1 if failed else 0
+
+
+__all__ = ["diff", "scaffold"]
