@@ -29,6 +29,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from openprogram.providers.apis import PROVIDER_APIS, ProviderAPI
 from openprogram.texts import clip
 
 from .collect import SELECTION_OPTION, Selection
@@ -519,12 +520,8 @@ def _clip(text: str, n: int) -> str:
 
 # -- record / emulator ------------------------------------------------------------------------
 
-RECORDABLE: dict[str, str] = {
-    "openai_chat": "OPENAI_API_KEY",
-    "openai_responses": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-}
-"""The wire APIs ``record`` can record against, and the variable holding each one's key."""
+RECORDABLE: dict[str, ProviderAPI] = {a.name: a for a in PROVIDER_APIS if a.recordable}
+"""The wire APIs ``record`` can record against (from the table of provider APIs)."""
 
 
 @app.command()
@@ -539,7 +536,8 @@ def record(
     """Record a cassette of a scenario's prompts/tools against a real provider (keys from env)."""
     if api not in RECORDABLE:
         raise UsageProblem(f"unknown API {api!r}; use one of {', '.join(RECORDABLE)}")
-    key = RECORDABLE[api]
+    entry = RECORDABLE[api]
+    key = entry.key_vars[0]
     if not os.environ.get(key):
         raise UsageProblem(
             f"recording against {api} needs a real API key: set {key} in the environment "
@@ -553,7 +551,7 @@ def record(
     from .trace import render_timeline, run_loop_sync
 
     adapter = provider_from_env(api)
-    default_model = {"anthropic": "claude-3-5-haiku-latest"}.get(api, "gpt-4o-mini")
+    default_model = entry.record_model or ""
     options = scenario.options
     with guard.allow_model_requests(True), use_cassette(out_file, record_mode="all"):
         trace = run_loop_sync(

@@ -5,22 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-# spelling -> (vendor, module, class)
-_APIS = {
-    "openai": ("openai", "openai_chat", "OpenAIChatProvider"),
-    "openai-chat": ("openai", "openai_chat", "OpenAIChatProvider"),
-    "openai-responses": ("openai", "openai_responses", "OpenAIResponsesProvider"),
-    "anthropic": ("anthropic", "anthropic", "AnthropicProvider"),
-    "gemini": ("gemini", "gemini", "GeminiProvider"),
-    "bedrock": ("bedrock", "bedrock", "BedrockProvider"),
-}
-# vendor -> (key variables, base URL variable); Bedrock uses the AWS credential chain instead
-_ENV: dict[str, tuple[tuple[str, ...], str]] = {
-    "openai": (("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
-    "anthropic": (("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
-    "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL"),
-    "bedrock": ((), "BEDROCK_BASE_URL"),
-}
+from .apis import api_named
 
 
 def _vertex_requested(kwargs: dict[str, Any]) -> bool:
@@ -44,15 +29,14 @@ def provider_from_env(api: str, **kwargs: Any) -> Any:
     provider's constructor (``stream=``, ``max_retries=``, ``region_name=``...).  A missing key
     is a ``ValueError`` naming the variable.
     """
-    key = api.strip().lower().replace("_", "-")
-    if key not in _APIS:
+    entry = api_named(api)
+    if entry is None:
         raise ValueError(
             f"unknown provider API {api!r}: expected 'openai', 'openai-responses', 'anthropic', "
             "'gemini' or 'bedrock'"
         )
-    vendor, module_name, class_name = _APIS[key]
-    key_vars, url_var = _ENV[vendor]
-    needs_key = bool(key_vars) and not (vendor == "gemini" and _vertex_requested(kwargs))
+    key_vars, url_var = entry.key_vars, entry.base_url_var
+    needs_key = bool(key_vars) and not (entry.name == "gemini" and _vertex_requested(kwargs))
     if needs_key and kwargs.get("client") is None and not kwargs.get("api_key"):
         value = next((os.environ[v] for v in key_vars if os.environ.get(v)), None)
         if not value:
@@ -65,5 +49,5 @@ def provider_from_env(api: str, **kwargs: Any) -> Any:
         kwargs["base_url"] = os.environ[url_var]
     import importlib
 
-    module = importlib.import_module(f"openprogram.providers.{module_name}")
-    return getattr(module, class_name)(**kwargs)
+    module = importlib.import_module(entry.module_path)
+    return getattr(module, entry.adapter)(**kwargs)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from openprogram.providers.apis import PROVIDER_APIS
 from openprogram.types import TextContent, ThinkingContent, Usage
 
 from ..faults import (
@@ -323,13 +324,8 @@ def stream_plan(
     return _timing(plan, faults)
 
 
-_PATHS = {
-    "openai_chat": "/v1/chat/completions",
-    "openai_responses": "/v1/responses",
-    "anthropic": "/v1/messages",
-    "gemini": "/v1beta/models/m:streamGenerateContent",
-    "bedrock": "/model/m/converse-stream",
-}
+_PATHS = {api.name: api.streaming_path for api in PROVIDER_APIS}
+"""A streamed request's path per API (the fault mutations read the path to know the framing)."""
 
 
 def _edited(wire: WireFormat, units: list[_Unit], content: Sequence[Mutation]) -> list[_Unit]:

@@ -14,24 +14,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from openprogram.providers.apis import PROVIDER_APIS
 from openprogram.providers.wire import WireAPI
 
 from .model import Mutation
 
-ADAPTERS: dict[str, tuple[str, str]] = {
-    "openai_chat": ("openprogram.providers.openai_chat", "OpenAIChatProvider"),
-    "openai_responses": ("openprogram.providers.openai_responses", "OpenAIResponsesProvider"),
-    "anthropic": ("openprogram.providers.anthropic", "AnthropicProvider"),
-    "gemini": ("openprogram.providers.gemini", "GeminiProvider"),
-    "bedrock": ("openprogram.providers.bedrock", "BedrockProvider"),
-}
-"""Where each API's adapter lives (module, class)."""
+ADAPTERS: dict[str, tuple[str, str]] = {a.name: (a.module_path, a.adapter) for a in PROVIDER_APIS}
+"""Where each API's adapter lives (module, class), read from the table of provider APIs."""
 
-ENDPOINTS: dict[str, str] = {
-    "openai_chat": "/chat/completions",
-    "openai_responses": "/responses",
-    "anthropic": "/v1/messages",
-}
+ENDPOINTS: dict[str, str] = {a.name: a.endpoint for a in PROVIDER_APIS if a.endpoint is not None}
 """The request path each API appends to its base URL (APIs with per-model paths are absent)."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from openprogram.providers.apis import PROVIDER_APIS
 from openprogram.providers.wire import WireAPI
 
 from . import eventstream, sse
@@ -77,25 +78,12 @@ FORMATS: dict[str, WireFormat] = {
 }
 """Every format by name (``bedrock_invoke``: Anthropic Messages through Bedrock InvokeModel)."""
 
-ENDPOINTS: dict[str, WireAPI] = {
-    "/v1/chat/completions": "openai_chat",
-    "/v1/responses": "openai_responses",
-    "/v1/messages": "anthropic",
-    "/v1beta/models/{model}:generateContent": "gemini",
-    "/v1beta/models/{model}:streamGenerateContent?alt=sse": "gemini",
-    "/model/{modelId}/converse": "bedrock",
-    "/model/{modelId}/converse-stream": "bedrock",
-    "/model/{modelId}/invoke": "anthropic",
-    "/model/{modelId}/invoke-with-response-stream": "anthropic",
-}
+ENDPOINTS: dict[str, WireAPI] = {path: api.name for api in PROVIDER_APIS for path in api.paths}
 """Path → API served there (``{…}``: a path parameter; Gemini also answers its Vertex AI
-paths, ``…/models/{model}:generateContent`` under any prefix)."""
+paths, ``…/models/{model}:generateContent`` under any prefix), from the table of provider
+APIs."""
 
-_FIXED = {
-    "/v1/chat/completions": "openai_chat",
-    "/v1/responses": "openai_responses",
-    "/v1/messages": "anthropic",
-}
+_FIXED = {api.paths[0]: api.name for api in PROVIDER_APIS if api.endpoint is not None}
 _GEMINI = re.compile(r"/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$")
 _BEDROCK = re.compile(
     r"^/model/(?P<model>[^/]+)/(?P<op>converse|converse-stream|invoke|invoke-with-response-stream)$"

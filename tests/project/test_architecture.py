@@ -135,3 +135,76 @@ def test_no_import_cycles() -> None:
         if m not in state:
             visit(m, [m])
     assert cycles == []
+
+
+API_TABLE = "openprogram/providers/apis.py"
+_API_SPELLINGS = {
+    s
+    for name in ("openai_chat", "openai_responses", "anthropic", "gemini", "bedrock", "openai")
+    for s in (name, name.replace("_", "-"))
+}
+_ADAPTER_CLASSES = {
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+    "AnthropicProvider",
+    "GeminiProvider",
+    "BedrockProvider",
+}
+# Not tables of provider APIs: the Anthropic adapter's platforms (its SDK client per platform;
+# ``bedrock`` there is a platform, not the Bedrock API).
+_NOT_API_TABLES = {("openprogram/providers/anthropic.py", "_PLATFORMS")}
+
+
+def _literal(node: ast.expr | None) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    return isinstance(node, ast.Tuple | ast.List) and all(_literal(e) for e in node.elts)
+
+
+def _second_api_tables(path: Path, rel: str) -> list[str]:
+    """Dict literals in ``path`` of facts (literal values) keyed (or valued) by two or more API
+    names or adapter classes: a table of provider APIs kept beside the one table.  A dict that
+    dispatches to implementations (the wire formats, the fault mutations per API) is the code
+    itself, not a second table."""
+    found: list[str] = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    targets: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(node.value, ast.Dict) and isinstance(target, ast.Name):
+                targets[id(node.value)] = target.id
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict):
+            continue
+        name = targets.get(id(node), f"line {node.lineno}")
+        if (rel, name) in _NOT_API_TABLES:
+            continue
+        for side, other in ((node.keys, node.values), (node.values, node.keys)):
+            strings = {n.value for n in side if isinstance(n, ast.Constant)}
+            named = len(strings & _API_SPELLINGS) >= 2 or len(strings & _ADAPTER_CLASSES) >= 2
+            if named and all(_literal(n) for n in other):
+                found.append(f"{rel}: {name}")
+                break
+    return found
+
+
+def test_facts_about_provider_apis_live_in_one_table() -> None:
+    offenders = [
+        table
+        for pkg in PACKAGES
+        for f in sorted((ROOT / pkg).rglob("*.py"))
+        if (rel := f.relative_to(ROOT).as_posix()) != API_TABLE
+        for table in _second_api_tables(f, rel)
+    ]
+    assert offenders == [], (
+        f"tables of provider APIs beside {API_TABLE} (read the table instead): {offenders}"
+    )
+
+
+def test_the_second_table_check_finds_a_table(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('PATHS = {"openai_chat": "/v1/chat", "gemini": "/v1beta"}\n')
+    assert _second_api_tables(module, "m.py") == ["m.py: PATHS"]
+    module.write_text('ONE = {"anthropic": 1}\nX = {"a": "b"}\n')
+    assert _second_api_tables(module, "m.py") == []
