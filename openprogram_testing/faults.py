@@ -265,7 +265,8 @@ class TruncateAfter(Mutation):
 
 @dataclass(frozen=True)
 class DropTerminal(Mutation):
-    """Remove the terminal frame(s): OpenAI Chat ``data: [DONE]``, Responses
+    """Remove the terminal frame(s): OpenAI Chat ``data: [DONE]`` and the chunk with
+    ``finish_reason`` (the SDK swallows ``[DONE]``: the finish is what ends a message), Responses
     ``response.completed`` (or ``.incomplete``/``.failed``), Anthropic ``message_stop``, Gemini
     the chunk with ``finishReason``, Bedrock ``messageStop`` and the ``metadata`` after it."""
 
@@ -335,8 +336,9 @@ class GarbleToolArguments(Mutation):
     """The argument fragments of tool call ``i`` (0-based, in stream order) no longer form valid
     JSON: the first fragment gets :data:`GARBLE_PREFIX` in front, and the frames that repeat the
     full arguments (Responses ``.done``/``output_item.done``/``response.completed``) agree.
-    Streams whose arguments arrive as text fragments: OpenAI, Anthropic, Bedrock Converse (not
-    Gemini, whose calls arrive whole as objects)."""
+    Streams whose arguments arrive as text fragments: OpenAI, Anthropic (also through Bedrock's
+    InvokeModel stream), Bedrock Converse; refused on Gemini, whose calls arrive whole as
+    objects."""
 
     i: int
 
@@ -345,11 +347,14 @@ class GarbleToolArguments(Mutation):
         wire = response.wire(frames)
         api = wire.api
         if frames and isinstance(frames[0], bytes):
-            garble: Any = _bedrock.garble if wire is FORMATS["bedrock"] else None
+            garble: Any = _bedrock.garble if wire is FORMATS["bedrock"] else _bedrock.garble_invoke
         else:
             garble = _GARBLERS.get(api)
         if garble is None:
-            raise FaultError(f"{self!r}: not available for {api} streams")
+            raise FaultError(
+                f"{self!r}: not available for {api} streams ({response.path or 'this endpoint'}):"
+                " their tool calls arrive whole, with no argument text to garble"
+            )
         found = garble(frames, self.i)
         if found <= self.i:
             raise FaultError(f"{self!r}: the {api} stream has only {found} tool call(s)")
@@ -547,7 +552,8 @@ class Fault:
 
     Frames are counted from 0 (``ping`` and ``[DONE]`` included).  On a non-streamed response
     the body is frame 0: ``disconnect_after(0)`` sends the headers and half the body,
-    ``malformed_frame(0)`` sends invalid JSON, ``no_terminal`` has no effect.
+    ``malformed_frame(0)`` sends invalid JSON; a fault that has nothing to act on there
+    (``no_terminal``, a later frame) is refused, as on a stream without what it addresses.
     """
 
     def __init__(self) -> None:

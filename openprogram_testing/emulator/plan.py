@@ -285,7 +285,9 @@ def _rendered(framing: Framing, frame: Frame) -> _Unit:
 
 
 def _json_faults(plan: Plan, faults: tuple[Mutation, ...]) -> Plan:
-    """Frame faults on a JSON body (frame 0): a cut or corrupt body; the rest do nothing."""
+    """Frame faults on a JSON body (frame 0): a cut or corrupt body.  A fault with nothing to
+    act on in a JSON body (no terminal frame, no later frame, no argument fragments, no CRC) is
+    refused: served, it would change nothing the client sees."""
     for f in faults:
         if isinstance(f, TruncateAfter) and f.n == 0 and f.disconnect:
             plan.disconnect_after = 0
@@ -293,6 +295,13 @@ def _json_faults(plan: Plan, faults: tuple[Mutation, ...]) -> Plan:
             plan.body = plan.body[: len(plan.body) // 2]
         elif isinstance(f, CorruptFrame) and f.n == 0:
             plan.body = plan.body[: max(1, len(plan.body) // 2)]
+        elif isinstance(f, Stall | Latency):  # served before the body: it bites in time
+            continue
+        elif not isinstance(f, HttpError):
+            raise FaultError(
+                f"{f!r} does not fit a non-streamed JSON response (one body, frame 0): it would "
+                "change nothing; use it on a streaming request"
+            )
     return _timing(plan, faults)
 
 
@@ -308,19 +317,33 @@ def stream_plan(
     if content:
         units = _edited(wire, units, content)
     if any(isinstance(f, DropTerminal) for f in faults):
-        units = [u for u in units if not u.terminal]
+        kept = [u for u in units if not u.terminal]
+        if len(kept) == len(units):
+            raise FaultError(f"DropTerminal(): the {wire.api} stream has no terminal frame to drop")
+        units = kept
     corrupt = {f.n for f in faults if isinstance(f, CorruptFrame)}
     bad_crc = {f.n for f in faults if isinstance(f, CorruptCrc)}
     if bad_crc and not isinstance(wire.framing, EventStream):
-        raise FaultError(f"{wire.api} streams are SSE: only event-stream frames have CRCs")
+        crc = next(f for f in faults if isinstance(f, CorruptCrc))
+        raise FaultError(f"{crc!r}: {wire.api} streams are SSE: only event-stream frames have CRCs")
+    for f in faults:  # a frame that is not there: the fault would change nothing
+        top = len(units) if isinstance(f, TruncateAfter | InjectError | Stall) else len(units) - 1
+        index = getattr(f, "after_frame", getattr(f, "n", 0))
+        if isinstance(f, TruncateAfter | CorruptFrame | CorruptCrc | InjectError | Stall) and (
+            index > top
+        ):
+            raise FaultError(
+                f"{f!r}: frame index must be 0..{top}; the stream has {len(units)} frames"
+            )
     plan = Plan(headers=headers, kind="stream", content_type=content_type)
     plan.frames = [u.encode(i in corrupt, i in bad_crc) for i, u in enumerate(units)]
     for f in faults:
         if isinstance(f, TruncateAfter):
             if f.disconnect:
-                plan.disconnect_after = min(f.n, plan.disconnect_after or f.n)
+                cut = plan.disconnect_after
+                plan.disconnect_after = f.n if cut is None else min(f.n, cut)
             else:
-                plan.end_after = min(f.n, plan.end_after or f.n)
+                plan.end_after = f.n if plan.end_after is None else min(f.n, plan.end_after)
     return _timing(plan, faults)
 
 

@@ -404,9 +404,15 @@ class ProviderEmulator:
                 faults=slot.faults,
             )
         except FaultError as exc:
-            msg = f"turn #{index}: a fault does not fit the {wire.api} response: {exc}"
+            where = request.extras.get("path") or wire.api
+            msg = (
+                f"turn #{index}: a fault does not fit the {wire.api} response of POST {where}: "
+                f"{exc}"
+            )
             self.violations.append(ScriptError(msg))
-            return error_plan(wire, 500, msg, request_id)
+            refused = error_plan(wire, 500, msg, request_id)
+            refused.headers["x-should-retry"] = "false"  # a script bug: asking again cannot help
+            return refused
         except Exception as exc:  # a responder bug: make it loud on both sides
             msg = f"the responder for turn #{index} raised {type(exc).__name__}: {exc}"
             self.violations.append(ScriptError(msg))

@@ -382,3 +382,47 @@ def garble(messages: list[bytes], i: int) -> int:
             messages[pos] = encode_message(headers, dumps(payload).encode())
             target = None
     return seen
+
+
+_RAW = "event: openprogram-raw-message\ndata: {index}"
+"""Stands in for an event-stream message that is not an Anthropic ``chunk`` (an exception)
+while the chunks are garbled as SSE frames; its data is not a JSON object, so it is skipped."""
+
+
+def garble_invoke(messages: list[bytes], i: int) -> int:
+    """Garble Anthropic tool use ``i`` in an InvokeModel stream: each ``chunk`` message carries
+    one Anthropic event (base64 in ``bytes``), so the events are garbled as Anthropic's own
+    (:func:`~.anthropic.garble`) and the changed ones wrapped again (CRCs recomputed); returns
+    how many tool-use blocks the stream has."""
+    from . import anthropic
+
+    frames: list[str] = []
+    unchanged: dict[str, bytes] = {}
+    shell: tuple[dict[str, Any], dict[str, Any]] = ({":event-type": "chunk"}, {})
+    for index, raw in enumerate(messages):
+        message: EventMessage | None = None
+        try:
+            message = decode_message(raw)
+            outer = json.loads(message.payload)
+            event = json.loads(base64.b64decode(outer["bytes"]))
+        except (ValueError, KeyError, TypeError):
+            event = None
+        if message is None or message.event_type != "chunk" or not isinstance(event, dict):
+            frame = _RAW.format(index=index)  # an exception message: kept as it is
+        else:
+            frame = f"event: {event.get('type')}\ndata: {dumps(event)}"
+            shell = ({k: v for k, v in message.headers.items() if isinstance(v, str)}, outer)
+        frames.append(frame)
+        unchanged.setdefault(frame, raw)
+    found = anthropic.garble(frames, i)
+    headers, outer = shell
+    rebuilt: list[bytes] = []
+    for frame in frames:
+        if frame in unchanged:
+            rebuilt.append(unchanged[frame])
+            continue
+        data = frame.split("data: ", 1)[1]
+        payload = {**outer, "bytes": base64.b64encode(data.encode("utf-8")).decode("ascii")}
+        rebuilt.append(encode_message(headers, dumps(payload).encode()))
+    messages[:] = rebuilt
+    return found

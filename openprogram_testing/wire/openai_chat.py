@@ -9,6 +9,7 @@ cached tokens, so ``input_tokens = prompt_tokens - cached_tokens``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -170,7 +171,7 @@ class OpenAIChat(OpenAIFormat):
 
         def delta(d: dict[str, Any], finish: str | None = None) -> Frame:
             choice = {"index": 0, "delta": d, "logprobs": None, "finish_reason": finish}
-            return Frame(None, chunk([choice]))
+            return Frame(None, chunk([choice]), terminal=finish is not None)
 
         first_text = bool(turn.parts) and isinstance(turn.parts[0], TextPart)
         yield delta({"role": "assistant", "content": "" if first_text else None, "refusal": None})
@@ -273,7 +274,20 @@ class OpenAIChat(OpenAIFormat):
         return openai_request(body, system, messages, tools, "max_tokens", "max_completion_tokens")
 
     def is_terminal(self, frame: str) -> bool:
-        return (frame_data(frame) or "").strip() == "[DONE]"
+        """``data: [DONE]`` and the chunk that carries ``finish_reason``: the SDK swallows
+        ``[DONE]``, so the chunk with ``finish_reason`` is what ends the message for a client
+        (dropping ``[DONE]`` alone would change nothing it sees)."""
+        data = (frame_data(frame) or "").strip()
+        if data == "[DONE]":
+            return True
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            return False
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        return isinstance(choices, list) and any(
+            isinstance(c, dict) and c.get("finish_reason") is not None for c in choices
+        )
 
 
 def garble(frames: list[str], i: int) -> int:

@@ -1,0 +1,298 @@
+"""The fault meta-test: every fault kind bites, or is refused, on every wire API, served by the
+emulator and by a cassette.
+
+The kinds are read from ``openprogram_testing.faults`` itself (every ``Mutation`` subclass), so
+a new kind fails here until it has an example below and bites.  For each kind × API × side, the
+same tool-call run is made unfaulted and faulted through the real adapter; the faulted run's
+observable outcome (termination, error, calls, results, text; for the faults that shape serving
+only: the time taken and the pieces the body arrived in) must differ, or the fault must be
+refused with an error naming what it did not fit.  A fault that silently stops biting fails
+this test."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openprogram_testing import faults
+from openprogram_testing.cassettes import CassetteError, use_cassette
+from openprogram_testing.emulator import ProviderEmulator
+from openprogram_testing.faults import (
+    CorruptCrc,
+    CorruptFrame,
+    DropTerminal,
+    GarbleToolArguments,
+    HttpError,
+    InjectError,
+    Latency,
+    Mutation,
+    Rechunk,
+    Stall,
+    TruncateAfter,
+)
+from openprogram_testing.scenarios.replay import cassette_adapter, replay_provider
+from openprogram_testing.scripted import call, turn
+from openprogram_testing.trace import run_loop_sync
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMPT = "What is the weather in Paris?"
+WEATHER = {
+    "spec": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+    "execute": lambda args: f"sunny in {args.get('city')}",
+}
+
+KINDS = sorted(
+    (
+        cls
+        for cls in vars(faults).values()
+        if inspect.isclass(cls) and issubclass(cls, Mutation) and cls is not Mutation
+    ),
+    key=lambda cls: cls.__name__,
+)
+"""Every fault kind the vocabulary has."""
+
+EXAMPLES: dict[type[Mutation], list[Mutation]] = {
+    TruncateAfter: [TruncateAfter(2), TruncateAfter(2, disconnect=True)],
+    DropTerminal: [DropTerminal()],
+    CorruptFrame: [CorruptFrame(1)],
+    CorruptCrc: [CorruptCrc(1)],
+    GarbleToolArguments: [GarbleToolArguments(0)],
+    InjectError: [InjectError(2)],
+    HttpError: [HttpError(400)],  # not retried by any SDK: one request, fast
+    Stall: [Stall(0.2, after_frame=1)],
+    Latency: [Latency(0.03)],
+    Rechunk: [Rechunk(sizes=[1])],
+}
+SHAPING = (Stall, Latency, Rechunk)
+"""Kinds that change how a body is served, never what it says (by design): they bite in time
+or in the pieces the client reads."""
+
+# API -> (emulator side: how the adapter is built; cassette side: the project's recording)
+APIS = ("openai_chat", "openai_responses", "anthropic", "gemini", "bedrock", "bedrock_invoke")
+CASSETTES = {
+    api: ROOT / "scenarios" / "cassettes" / f"{api}_weather.yaml"
+    for api in ("openai_chat", "openai_responses", "anthropic", "gemini", "bedrock")
+}
+"""``bedrock_invoke`` (Anthropic through InvokeModel's stream) is served by the emulator only:
+the project has no recording of it."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    termination: str
+    error: str | None
+    calls: tuple[tuple[str, str], ...]
+    results: tuple[tuple[bool, str], ...]
+    text: str
+    elapsed: float
+    pieces: tuple[int, ...] = ()
+
+    def differs_from(self, other: Outcome, fault: Mutation) -> bool:
+        if isinstance(fault, Stall):
+            return self.elapsed >= fault.seconds > other.elapsed
+        if isinstance(fault, Latency):  # before each of at least three frames
+            return self.elapsed >= 3 * fault.seconds and self.elapsed > other.elapsed
+        if isinstance(fault, Rechunk):
+            return self.pieces != other.pieces
+        mine = (self.termination, self.error, self.calls, self.results, self.text)
+        theirs = (other.termination, other.error, other.calls, other.results, other.text)
+        return mine != theirs
+
+
+def _outcome(trace: Any, started: float, pieces: tuple[int, ...] = ()) -> Outcome:
+    return Outcome(
+        trace.termination,
+        trace.error,
+        tuple((c.name, repr(c.arguments)) for c in trace.tool_calls),
+        tuple((r.is_error, r.text) for r in trace.tool_results),
+        trace.final_text or "",
+        time.perf_counter() - started,
+        pieces,
+    )
+
+
+class Refused(Exception):
+    """The fault was refused with this message."""
+
+
+# -- the emulator side --------------------------------------------------------------------------
+
+
+def _emulator_adapter(api: str, emulator: ProviderEmulator) -> Any:
+    if api == "bedrock_invoke":
+        from openprogram.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(
+            platform="bedrock",
+            aws_access_key="test",
+            aws_secret_key="test",
+            aws_region="us-east-1",
+            base_url=emulator.base_url,
+            max_retries=0,
+        )
+    base = emulator.openai_base_url if api.startswith("openai") else emulator.base_url
+    return replay_provider(api, base)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def emulators() -> Any:
+    started: dict[str, tuple[ProviderEmulator, Any]] = {}
+    for api in APIS:
+        emulator = ProviderEmulator(strict=False, fallback="It is sunny.").start()
+        started[api] = (emulator, _emulator_adapter(api, emulator))
+    yield started
+    for emulator, _ in started.values():
+        emulator.stop()
+
+
+def _emulated(emulators: Any, api: str, fault: Mutation | None) -> Outcome:
+    emulator, adapter = emulators[api]
+    script = turn(call("get_weather", {"city": "Paris"}), "Let me look.", chunk_size=4)
+    try:
+        emulator.add(script, faults=[fault] if fault is not None else [])
+    except (TypeError, ValueError) as exc:
+        raise Refused(str(exc)) from None
+    seen = len(emulator.violations)
+    started = time.perf_counter()
+    trace = run_loop_sync(adapter, PROMPT, tools=[WEATHER], model="us.anthropic.claude-x")
+    if len(emulator.violations) > seen:
+        raise Refused(str(emulator.violations[seen]))
+    return _outcome(trace, started)
+
+
+# -- the cassette side ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def adapters() -> dict[str, tuple[Any, str]]:
+    return {api: cassette_adapter(api, path, "m")[:2] for api, path in CASSETTES.items()}  # type: ignore[arg-type]
+
+
+def _replayed(adapters: Any, api: str, fault: Mutation | None) -> Outcome:
+    adapter, model = adapters[api]
+    mutations = {0: [fault]} if fault is not None else {}
+    pieces: list[int] = []
+    # the faulted first answer changes what the loop sends next: this test is about faults,
+    # so bodies are not matched
+    session = use_cassette(
+        CASSETTES[api], mutations=mutations, match_body=False, allow_unplayed=True
+    )
+    serve = session.serve
+
+    def counting(index: int, recorded: dict[str, Any], uri: str) -> dict[str, Any]:
+        served = serve(index, recorded, uri)
+        pieces.append(len(served["_pieces"]))
+        return served
+
+    session.serve = counting  # type: ignore[method-assign]
+    started = time.perf_counter()
+    try:
+        with session:
+            trace = run_loop_sync(adapter, PROMPT, tools=[WEATHER], model=model)
+    except CassetteError as exc:
+        if fault is not None and f"interaction 0: {fault!r}" in str(exc):
+            raise Refused(str(exc)) from None
+        raise
+    return _outcome(trace, started, tuple(pieces))
+
+
+# -- the meta-test ------------------------------------------------------------------------------
+
+
+def test_every_fault_kind_has_an_example() -> None:
+    missing = [cls.__name__ for cls in KINDS if cls not in EXAMPLES]
+    assert not missing, (
+        f"fault kinds without an example in this meta-test: {missing}; add one so the test "
+        "checks that they bite"
+    )
+    assert len(KINDS) >= 10
+
+
+CASES = [
+    pytest.param(side, api, fault, id=f"{side}-{api}-{fault!r}")
+    for kind in KINDS
+    for fault in EXAMPLES.get(kind, [])
+    for api in APIS
+    for side in ("emulator", "cassette")
+    if side == "emulator" or api in CASSETTES
+]
+
+
+_BASELINES: dict[tuple[str, str], Outcome] = {}
+
+
+def _baseline(side: str, api: str, run: Any) -> Outcome:
+    """The unfaulted run, made twice the first time (the first pays the SDK's imports, which
+    must not count as time a fault added) and then remembered."""
+    if (side, api) not in _BASELINES:
+        run(None)
+        _BASELINES[side, api] = run(None)
+    baseline = _BASELINES[side, api]
+    assert baseline.termination == "completed" and baseline.calls, baseline
+    return baseline
+
+
+@pytest.mark.parametrize(("side", "api", "fault"), CASES)
+def test_every_fault_bites_or_is_refused(
+    emulators: Any, adapters: Any, side: str, api: str, fault: Mutation
+) -> None:
+    run = (lambda f: _emulated(emulators, api, f)) if side == "emulator" else (
+        lambda f: _replayed(adapters, api, f)
+    )  # fmt: skip
+    baseline = _baseline(side, api, run)
+    try:
+        faulted = run(fault)
+    except Refused as refusal:
+        assert repr(fault) in str(refusal) or type(fault).__name__ in str(refusal), refusal
+        return
+    assert faulted.differs_from(baseline, fault), (
+        f"{fault!r} on {api} ({side}) changed nothing the adapter saw: {faulted}"
+    )
+
+
+def test_garbled_arguments_reach_the_tool_through_invoke_with_response_stream(
+    emulators: Any,
+) -> None:
+    emulator, adapter = emulators["bedrock_invoke"]
+    emulator.add(
+        turn(call("get_weather", {"city": "Paris"}), chunk_size=4),
+        faults=[GarbleToolArguments(0)],
+    )
+    seen = len(emulator.violations)
+    trace = run_loop_sync(adapter, PROMPT, tools=[WEATHER], model="us.anthropic.claude-x")
+    assert len(emulator.violations) == seen  # served, not refused
+    (result,) = trace.tool_results
+    assert result.is_error and "arguments are not valid JSON" in result.text
+    assert emulator.requests[-2].path.endswith("/invoke-with-response-stream")
+
+
+@pytest.mark.parametrize(
+    "fault", [DropTerminal(), GarbleToolArguments(0), InjectError(0), CorruptFrame(1)]
+)
+def test_a_fault_a_json_response_cannot_show_is_refused_naming_the_endpoint(
+    fault: Mutation,
+) -> None:
+    import httpx
+
+    with ProviderEmulator() as emulator:
+        emulator.add(turn(call("get_weather", {"city": "Paris"})), faults=[fault])
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        reply = httpx.post(emulator.openai_base_url + "/chat/completions", json=body)
+    assert reply.status_code == 500 and reply.headers["x-should-retry"] == "false"
+    (violation,) = emulator.violations
+    assert f"POST /v1/chat/completions: {fault!r} does not fit a non-streamed JSON" in str(
+        violation
+    )
