@@ -109,6 +109,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "op_no_invariants: `loop_runner` does not check the loop invariants in this test",
     )
+    from .repeat import MARKER_LINE, RepeatPlugin
+
+    config.addinivalue_line("markers", MARKER_LINE)
+    if not config.pluginmanager.has_plugin("openprogram-repeat"):
+        config.pluginmanager.register(RepeatPlugin(), "openprogram-repeat")
 
 
 def _need_extra(fixture: str, *modules: str) -> None:

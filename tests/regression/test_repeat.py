@@ -1,0 +1,94 @@
+"""``op_repeat``: a test run n times passes at its threshold and fails under it, with its pass
+rate, pass@k and pass^k in the terminal, also under pytest-xdist; tested against the emulator
+with a responder that answers differently each time."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprogram_testing.repeat import pass_at_k, pass_hat_k
+
+pytest_plugins = ["pytester"]
+
+SUITE = """
+import itertools
+
+import pytest
+
+from openprogram.providers.openai_chat import OpenAIChatProvider
+from openprogram_testing import run_loop_sync
+
+ANSWERS = itertools.count()
+
+
+def flaky(request):
+    # deliberately nondeterministic from the test's point of view: the same prompt, a
+    # different answer every other time
+    return "yes" if next(ANSWERS) % 2 == 0 else "no"
+
+
+@pytest.mark.op_repeat(4, min_pass={min_pass})
+def test_live_agent(provider_emulator):
+    provider_emulator.add(flaky)
+    provider = OpenAIChatProvider(api_key="test", base_url=provider_emulator.openai_base_url)
+    trace = run_loop_sync(provider, "Is it?")
+    assert trace.final_text == "yes"
+
+
+@pytest.mark.op_repeat(3)
+def test_steady():
+    assert True
+"""
+
+
+@pytest.fixture(autouse=True)
+def _ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+def test_it_passes_at_its_threshold(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.format(min_pass=2))
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*openprogram pass rates (op_repeat)*",
+        "test_suite.py::test_live_agent: 2/4 runs passed (50 %, min_pass 2), pass@4 1.00, pass^4 0.00",
+        "test_suite.py::test_steady: 3/3 runs passed (100 %, min_pass 3), pass@3 1.00, pass^3 1.00",
+    ])  # fmt: skip
+
+
+def test_it_fails_under_its_threshold_and_shows_a_failing_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.format(min_pass=3))
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*op_repeat: 2/4 runs passed (50 %, min_pass 3)*: fewer than min_pass=3*",
+        "*last failing run:*",
+        "*assert 'no' == 'yes'*",
+    ])  # fmt: skip
+
+
+def test_it_works_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.format(min_pass=2))
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_live_agent: 2/4 runs passed (50 %, min_pass 2)*"])
+
+
+def test_a_bad_marker_fails_its_test_with_the_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="import pytest\n\n@pytest.mark.op_repeat(2, min_pass=3)\ndef test_x():\n    pass\n"
+        "\n@pytest.mark.op_repeat(0)\ndef test_y():\n    pass\n"
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*min_pass and k must be at most n=2*", "*n must be a whole number*"]
+    )
+
+
+def test_the_estimates() -> None:
+    assert pass_at_k(4, 2, 1) == pytest.approx(0.5) and pass_hat_k(4, 2, 1) == pytest.approx(0.5)
+    assert pass_at_k(4, 2, 3) == 1.0 and pass_hat_k(4, 2, 3) == 0.0
+    assert pass_at_k(5, 0, 2) == 0.0 and pass_hat_k(5, 5, 5) == 1.0
+    assert pass_at_k(10, 3, 2) == pytest.approx(1 - 21 / 45)
