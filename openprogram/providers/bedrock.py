@@ -162,10 +162,16 @@ _GRACE_S = 0.5
 
 
 def _socket_of(response: Any) -> socket.socket | None:
-    """The TCP socket under a botocore EventStream (urllib3 response → connection → socket)."""
+    """The TCP socket under a botocore EventStream: urllib3 response → connection → socket, or,
+    when urllib3 no longer holds the connection (urllib3 2.x lets go of it for an answer with
+    ``Connection: close``, which is read until the socket closes), the socket file the response
+    reads from (``http.client`` response → buffered reader → socket)."""
     raw = getattr(response, "_raw_stream", None)
     connection = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
     sock = getattr(connection, "sock", None)
+    if not isinstance(sock, socket.socket):
+        reader = getattr(getattr(raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(reader, "raw", None), "_sock", None)
     return sock if isinstance(sock, socket.socket) else None
 
 

@@ -1,0 +1,70 @@
+"""BedrockProvider on a real loopback socket: cancelling a stalled stream frees the worker thread
+and the socket at once whatever the connection kind, and a non-streaming 200 whose body is no
+Converse reply is an error, not an empty success."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from openprogram.cancel import CancelToken
+from openprogram.providers.base import StreamOptions
+from tests.providers._google_aws import bedrock_at, event_frame
+from tests.providers._helper import CTX
+from tests.providers._loopback import LoopbackServer, chunked, http_head
+
+EVENTS = "application/vnd.amazon.eventstream"
+# More than botocore's 64 KiB read, so frames reach the adapter before the stall on every kind
+# of answer (a read of a body without chunks waits for its whole 64 KiB).
+FIRST = event_frame("messageStart", {"role": "assistant"}) + b"".join(
+    event_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "hi " * 4000}})
+    for _ in range(8)
+)
+# How each kind of answer leaves the body open after the first frames (then the server stalls).
+STALLS = {
+    "keep-alive, chunked": http_head(200, {"Content-Type": EVENTS, "Transfer-Encoding": "chunked"})
+    + chunked(FIRST),
+    "keep-alive, content-length": http_head(
+        200, {"Content-Type": EVENTS, "Content-Length": str(len(FIRST) + 100_000)}
+    )
+    + FIRST,
+    "connection: close": http_head(200, {"Content-Type": EVENTS, "Connection": "close"}) + FIRST,
+}
+
+
+def bedrock_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("openprogram-bedrock")]
+
+
+def gone_within(seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while bedrock_threads():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.parametrize("kind", list(STALLS))
+async def test_cancelling_a_stalled_stream_frees_the_thread_and_the_socket(kind: str) -> None:
+    def answer(_request: bytes) -> Iterator[bytes]:
+        yield STALLS[kind]
+
+    with LoopbackServer(answer) as server:
+        provider = bedrock_at(server.url)  # botocore's read timeout: 60 s
+        cancel = CancelToken()
+        events = []
+        async for event in provider.stream("m", CTX, StreamOptions(cancel=cancel)):
+            events.append(event)
+            if event.type == "text_delta" and not cancel.is_set():  # reading: now it stalls
+                cancel.cancel()
+                started = time.monotonic()
+        assert events[-1].message is not None
+        assert events[-1].message.stop_reason == "aborted", events[-1].message.error_message
+        assert time.monotonic() - started < 1
+        assert await asyncio.to_thread(server.wait_closed, None, 3.0), "the socket stayed open"
+        assert await asyncio.to_thread(gone_within, 3.0), bedrock_threads()
