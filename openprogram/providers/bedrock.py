@@ -527,7 +527,15 @@ class BedrockStreamParser(StreamParser):
 
 
 def _convert_response(b: MessageBuilder, data: dict[str, Any]) -> Events:
-    """A ``converse`` response as the same events a stream would give."""
+    """A ``converse`` response as the same events a stream would give.  Every Converse reply
+    has ``output`` and ``stopReason``: without them the body was no reply (botocore parses an
+    HTML page, ``{}`` or an empty body into an empty one), an error, not an empty success."""
+    missing = [k for k in ("output", "stopReason") if not data.get(k)]
+    if missing or not isinstance(data.get("output"), Mapping):
+        problem = (
+            f"malformed response: a Converse reply without {' or '.join(missing or ['output'])}"
+        )
+        return [b.error(problem, retryable=True)]
     out: Events = []
     message = (data.get("output") or {}).get("message") or {}
     for block in message.get("content") or []:

@@ -5,6 +5,7 @@ Converse reply is an error, not an empty success."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +14,15 @@ import pytest
 
 from openprogram.cancel import CancelToken
 from openprogram.providers.base import StreamOptions
-from tests.providers._google_aws import bedrock_at, event_frame
+from tests.providers._adapters_http import collect
+from tests.providers._google_aws import (
+    BedrockStub,
+    Reply,
+    bedrock_at,
+    bedrock_provider,
+    event_frame,
+    json_reply,
+)
 from tests.providers._helper import CTX
 from tests.providers._loopback import LoopbackServer, chunked, http_head
 
@@ -68,3 +77,34 @@ async def test_cancelling_a_stalled_stream_frees_the_thread_and_the_socket(kind:
         assert time.monotonic() - started < 1
         assert await asyncio.to_thread(server.wait_closed, None, 3.0), "the socket stayed open"
         assert await asyncio.to_thread(gone_within, 3.0), bedrock_threads()
+
+
+NOT_A_REPLY = {
+    "html": (b"<html><body>Service Unavailable</body></html>", "text/html"),
+    "empty object": (b"{}", "application/json"),
+    "empty body": (b"", "application/json"),
+    "not json": (b"not json at all", "application/json"),
+    "no stop reason": (json.dumps({"output": {"message": {"content": []}}}).encode(), None),
+    "no output": (json.dumps({"stopReason": "end_turn"}).encode(), None),
+}
+
+
+@pytest.mark.parametrize("shape", list(NOT_A_REPLY))
+async def test_a_200_that_is_no_converse_reply_is_an_error(shape: str) -> None:
+    body, ctype = NOT_A_REPLY[shape]
+    headers = {"content-type": ctype or "application/json"}
+    stub = BedrockStub(Reply(200, body, headers, stream=False))
+    _, message = await collect(bedrock_provider(stub, stream=False), CTX)
+    assert (message.stop_reason, message.error_retryable) == ("error", True)
+    assert (message.error_message or "").startswith("malformed response: a Converse reply")
+
+
+async def test_a_converse_reply_is_still_a_reply() -> None:
+    reply = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+    }
+    stub = BedrockStub(json_reply(reply))
+    _, message = await collect(bedrock_provider(stub, stream=False), CTX)
+    assert (message.stop_reason, message.text) == ("stop", "ok")
