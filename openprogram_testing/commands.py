@@ -575,7 +575,10 @@ def record(
 
 
 def _choice(scenario: Scenario) -> Any:
+    """The scenario's ``tool_choice`` as a run sends it (``"auto"`` unless the file says)."""
     choice: Any = scenario.options.tool_choice
+    if choice is None and "tool_choice" not in scenario.options.model_fields_set:
+        return "auto"
     return choice.model_dump() if hasattr(choice, "model_dump") else choice
 
 

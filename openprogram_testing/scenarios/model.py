@@ -403,6 +403,9 @@ class FunctionChoice(_Strict):
 class LoopOptions(_Strict):
     max_iterations: int | None = None
     tool_choice: Literal["auto", "required", "none"] | FunctionChoice | None = None
+    """Unset: ``"auto"``, which ``Runtime.exec`` sends too, so a scenario sends the request
+    the application sends for the same agent (and replays cassettes recorded through it);
+    ``null`` sends none (what a bare ``agent_loop`` run sends)."""
     parallel_tool_calls: bool | None = None
     steering_mode: Literal["skip", "after_batch"] = "skip"
     tool_timeout_s: float | None = Field(default=None, gt=0)

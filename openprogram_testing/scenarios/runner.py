@@ -246,8 +246,8 @@ def loop_options(scenario: Scenario, runtime: Any = None) -> dict[str, Any]:
     the defaults the scenario leaves open)."""
     options = scenario.options
     choice: Any = options.tool_choice
-    if choice is None and runtime is not None:
-        choice = "auto"  # what Runtime.exec sends unless told otherwise
+    if choice is None and "tool_choice" not in options.model_fields_set:
+        choice = "auto"  # what Runtime.exec sends: the same request, whichever way it is run
     if isinstance(choice, FunctionChoice):
         choice = {"type": "function", "name": choice.name}
     system_prompt = scenario.system_prompt

@@ -90,6 +90,7 @@ async def test_a_changed_system_prompt_fails_replay_by_default() -> None:
                 tools=[WEATHER],
                 system_prompt=system,
                 model="emulated-model",
+                tool_choice="auto",  # a scenario's recording: scenarios send exec's "auto"
             )
 
     assert (await replay(None)).termination == "completed"
