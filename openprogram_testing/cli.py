@@ -34,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     from .commands import UsageProblem, app, err
 
     if not faulthandler.is_enabled():  # a crash of trusted scenario code (os.abort in a
-        faulthandler.enable()  # factory) prints its Python stack instead of ending silently
+        try:  # factory) prints its Python stack instead of ending silently
+            faulthandler.enable()
+        except (AttributeError, OSError, ValueError):  # stderr without a file descriptor
+            pass
     from .scenarios import ScenarioError
 
     try:
