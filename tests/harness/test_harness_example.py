@@ -52,8 +52,8 @@ def test_the_example_project_passes_its_own_tests(tmp_path: Path) -> None:
     project = _copy_example(tmp_path)
     env = {**_clean_env(), "PYTHONPATH": str(ROOT)}
     out = _pytest(sys.executable, project, env, "-p", "no:randomly")
-    # 3 of them in tests/test_properties.py, 1 the YAML scenario over the project's real tools
-    assert "exit=0" in out and "9 passed" in out, out
+    # 3 of them in tests/test_properties.py, 2 YAML scenarios (the real tools; the nested agent)
+    assert "exit=0" in out and "10 passed" in out, out
     assert "1 snapshot passed" in out, out  # compared with the committed snapshot, not rewritten
     assert "warning" not in out.lower(), out  # a user copying the example sees a clean run
 
