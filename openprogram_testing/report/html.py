@@ -54,6 +54,7 @@ def _summary_row(i: int, test: TestEntry, prices: Any = None) -> dict[str, Any]:
         "termination": runs[-1].get("termination") if runs else None,
         "behaviours": list(behaviours),
         "usage": usage_summary(runs, prices),
+        "repeat": test.get("repeat"),
     }
 
 

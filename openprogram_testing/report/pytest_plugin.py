@@ -213,6 +213,11 @@ class SessionReport:
         runs = getattr(report, "openprogram_runs", None)
         if runs:
             entry["runs"].extend(runs)
+        repeat = getattr(report, "openprogram_repeat", None)
+        if isinstance(repeat, dict):
+            from ..repeat import summary
+
+            entry["repeat"] = summary(repeat)
 
     def entries(self) -> list[dict[str, Any]]:
         return list(self.tests.values())

@@ -168,7 +168,7 @@
       var status = el("td");
       status.appendChild(badge(test.outcome === "passed" ? "ok" : test.outcome === "skipped" ? "skipped" : "error", test.outcome));
       row.appendChild(status);
-      row.appendChild(el("td", "name", test.name));
+      row.appendChild(el("td", "name", test.name + (test.repeat ? " — " + test.repeat : "")));
       row.appendChild(el("td", "", test.termination || "–"));
       row.appendChild(el("td", "", String(test.runs)));
       row.appendChild(el("td", "", ms(test.ms) || "–"));

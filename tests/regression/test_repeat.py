@@ -68,11 +68,21 @@ def test_it_fails_under_its_threshold_and_shows_a_failing_run(pytester: pytest.P
     ])  # fmt: skip
 
 
-def test_it_works_under_xdist(pytester: pytest.Pytester) -> None:
+def test_it_works_under_xdist_and_the_html_report_shows_it(pytester: pytest.Pytester) -> None:
+    import json
+    import re
+
     pytester.makepyfile(test_suite=SUITE.format(min_pass=2))
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+    out = pytester.path / "r.html"
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--openprogram-html", str(out))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_live_agent: 2/4 runs passed (50 %, min_pass 2)*"])
+    found = re.search(
+        r'<script type="application/json" id="summary">(.*?)</script>', out.read_text()
+    )
+    assert found is not None
+    rows = {r["name"].split("::")[-1]: r for r in json.loads(found.group(1))}
+    assert rows["test_live_agent"]["repeat"].startswith("2/4 runs passed (50 %")
 
 
 def test_a_bad_marker_fails_its_test_with_the_reason(pytester: pytest.Pytester) -> None:
