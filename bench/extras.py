@@ -133,6 +133,9 @@ _ADD = {
     "required": ["a", "b"],
 }
 
+_DESCRIPTIONS = {"add": "Add two integers.", "get_weather": "Current weather for a city."}
+"""The tool descriptions the recordings were made with (replay matches request bodies)."""
+
 W5_CASES = (
     _Case(
         "openai-chat",
@@ -223,7 +226,12 @@ async def _replay_loop(case: _Case, path: Path, provider: Any, model: str) -> fl
         calls.append(arguments)
         return case.result
 
-    tool = {"spec": {"name": case.tool, "parameters": case.parameters}, "execute": execute}
+    spec = {
+        "name": case.tool,
+        "description": _DESCRIPTIONS[case.tool],
+        "parameters": case.parameters,
+    }
+    tool = {"spec": spec, "execute": execute}
     start = now_ns()
     with use_cassette(path):
         stream = agent_loop(
