@@ -38,6 +38,7 @@ import base64
 import binascii
 import contextlib
 import json
+import os
 import socket
 import threading
 from collections.abc import Mapping
@@ -207,6 +208,10 @@ class BedrockProvider(SDKProvider):
         from botocore.config import Config
 
         session = kwargs.pop("session", None) or boto3.session.Session()
+        if not kwargs.get("region_name") and os.environ.get("AWS_REGION"):
+            # what the AWS SDKs and the Lambda/ECS runtimes set; botocore reads only
+            # AWS_DEFAULT_REGION and the profile
+            kwargs["region_name"] = os.environ["AWS_REGION"]
         retries = int(kwargs.pop("max_retries", 0) or 0)
         config = Config(retries={"total_max_attempts": retries + 1, "mode": "standard"})
         given = kwargs.pop("config", None)

@@ -108,3 +108,29 @@ async def test_a_converse_reply_is_still_a_reply() -> None:
     stub = BedrockStub(json_reply(reply))
     _, message = await collect(bedrock_provider(stub, stream=False), CTX)
     assert (message.stop_reason, message.text) == ("stop", "ok")
+
+
+@pytest.mark.parametrize(
+    ("env", "given", "expected"),
+    [
+        ({"AWS_REGION": "eu-west-3"}, None, "eu-west-3"),
+        ({"AWS_DEFAULT_REGION": "ap-south-1"}, None, "ap-south-1"),
+        ({"AWS_REGION": "eu-west-3", "AWS_DEFAULT_REGION": "ap-south-1"}, None, "eu-west-3"),
+        ({"AWS_REGION": "eu-west-3"}, "us-west-2", "us-west-2"),
+    ],
+)
+def test_the_region_comes_from_aws_region_as_documented(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], given: str | None, expected: str
+) -> None:
+    from openprogram.providers.bedrock import BedrockProvider
+
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    kwargs = {"region_name": given} if given else {}
+    provider = BedrockProvider(
+        base_url="http://127.0.0.1:9", aws_access_key_id="a", aws_secret_access_key="b", **kwargs
+    )
+    assert provider.client.meta.region_name == expected
