@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .emulator import ProviderEmulator as ProviderEmulator
     from .emulator import RetryTimingError as RetryTimingError
     from .emulator import assert_retries as assert_retries
+    from .failures import TraceFailure as TraceFailure
     from .invariants import InvariantViolation as InvariantViolation
     from .invariants import Violation as Violation
     from .invariants import check_invariants as check_invariants
@@ -97,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "ProviderEmulator": "emulator",
     "RetryTimingError": "emulator",
     "assert_retries": "emulator",
+    "TraceFailure": "failures",
     "InvariantViolation": "invariants",
     "Violation": "invariants",
     "check_invariants": "invariants",

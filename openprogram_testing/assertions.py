@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from openprogram.texts import CLIP_LIMIT, clip, clipped_repr
 
+from .failures import TraceFailure
 from .invariants import timeline_text
 from .trace import LoopTrace
 
@@ -31,14 +32,12 @@ def _q(text: str, limit: int = 60) -> str:
     return clipped_repr(text, limit)
 
 
-def _fail(message: str, subject: Subject, run: str | Sequence[str] | None = None) -> AssertionError:
+def _fail(message: str, subject: Subject, run: str | Sequence[str] | None = None) -> TraceFailure:
     if run:
         where = run if isinstance(run, str) else "/".join(run)
         message = f"in run {where}: {message}"
     message = clip(message, 2 * CLIP_LIMIT)  # whatever value a message quotes
-    error = AssertionError(f"{message}\n\nrun timeline:\n{timeline_text(subject)}")
-    error.timeline_shown = True  # type: ignore[attr-defined]  # the plugin prints it only once
-    return error
+    return TraceFailure(message, timeline_text(subject))
 
 
 def _pick(subject: Subject, run: str | Sequence[str] | None) -> LoopTrace:

@@ -49,6 +49,7 @@ from openprogram.types import (
     UserMessage,
 )
 
+from .failures import TraceFailure
 from .render import render_timeline, want_color
 from .rounds import Round, split_rounds
 from .trace import LoopTrace, run_loop_sync
@@ -91,22 +92,19 @@ class _Broken:
         self.violations.append(Violation(self.invariant, detail, events))
 
 
-class InvariantViolation(AssertionError):
+class InvariantViolation(TraceFailure):
     """A loop invariant does not hold.  ``violations`` lists every broken one;
-    ``invariant`` is the number of the first."""
+    ``invariant`` is the number of the first; ``summary`` names them all."""
+
+    violations: list[Violation]
 
     def __init__(self, violations: Sequence[Violation], timeline: str = "") -> None:
-        self.violations = list(violations)
-        self.invariant = self.violations[0].invariant if self.violations else 0
-        self.timeline = timeline
-        numbers = sorted({v.invariant for v in self.violations})
+        numbers = sorted({v.invariant for v in violations})
         plural = "s" if len(numbers) > 1 else ""
         head = f"loop invariant{plural} {', '.join(map(str, numbers))} violated:"
-        body = "\n".join(f"  - {v}" for v in self.violations)
-        text = f"{head}\n{body}"
-        if timeline:
-            text += f"\n\nrun timeline:\n{timeline}"
-        super().__init__(text)
+        body = "\n".join(f"  - {v}" for v in violations)
+        super().__init__(f"{head}\n{body}", timeline, violations)
+        self.invariant = self.violations[0].invariant if self.violations else 0
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -879,6 +877,8 @@ def timeline_shown(error: BaseException | None) -> bool:
     the pytest report does not print it a second time."""
     if error is None:
         return False
+    if isinstance(error, TraceFailure):
+        return error.timeline_shown
     if getattr(error, "timeline_shown", False) or getattr(error, "timeline", ""):
         return True
     return any("timeline:" in note for note in getattr(error, "__notes__", ()))

@@ -211,13 +211,12 @@ async def arun_scenario(
 
 def _check_invariants(ran: Any) -> list[str]:
     """The loop invariants on every run of ``ran`` (a trace, or a tree with its nested runs)."""
-    from ..invariants import check_invariants
+    from ..invariants import InvariantViolation, check_invariants
 
     try:
         check_invariants(ran)
-    except AssertionError as exc:
-        text = str(exc).split("\n\nrun timeline:\n")[0]  # the timeline is shown below
-        return [text if text.startswith("loop invariant") else f"invariant: {text}"]
+    except InvariantViolation as exc:
+        return [exc.summary]  # the timeline is shown below
     return []
 
 

@@ -86,7 +86,10 @@ def test_wrong_text(scripted_provider, exec_runner):
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert '>       assert_final_text(tree, "bye")' in out
-    assert "E       AssertionError: expected final text 'bye', got 'hello'" in out
+    assert (
+        "E       openprogram_testing.failures.TraceFailure: expected final text 'bye', got 'hello'"
+        in out
+    )
     assert "def assert_final_text" not in out and "assertions.py" not in out
     # (under CI pytest repeats full failure messages in its short summary: count above it)
     body = out.split("short test summary info")[0]
@@ -176,3 +179,35 @@ def test_snap(scripted_provider, exec_runner, trace_snapshot):
     assert "┌ run summarize_cities (call call#1, depth 1)" in text
     assert '        prompt "summarise Rome"' in text
     _run(pytester, body).assert_outcomes(passed=1)
+
+
+def test_assertion_helpers_and_invariants_fail_with_fields_not_strings() -> None:
+    """One failure type carrying its facts: a caller reads ``summary``, ``violations`` and
+    ``timeline``, never splits the text."""
+    from openprogram_testing import (
+        InvariantViolation,
+        LoopTrace,
+        ScriptedProvider,
+        TraceFailure,
+        assert_final_text,
+        check_invariants,
+        run_loop_sync,
+    )
+
+    trace = run_loop_sync(ScriptedProvider(["hi"]), "go")
+    try:
+        assert_final_text(trace, "bye")
+    except TraceFailure as exc:
+        assert "bye" in exc.summary and "run timeline" not in exc.summary
+        assert exc.violations == [] and "agent_end" in exc.timeline and exc.timeline_shown
+    else:
+        raise AssertionError("assert_final_text passed on the wrong text")
+    broken = LoopTrace.from_events(trace.events[:-1])
+    try:
+        check_invariants(broken)
+    except InvariantViolation as exc:
+        assert isinstance(exc, TraceFailure) and exc.summary.startswith("loop invariant")
+        assert exc.violations and exc.invariant == exc.violations[0].invariant
+        assert str(exc) == f"{exc.summary}\n\nrun timeline:\n{exc.timeline}"
+    else:
+        raise AssertionError("check_invariants passed a trace without agent_end")
