@@ -5,7 +5,6 @@ huge numbers); trees (run=, nested=)."""
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
@@ -161,18 +160,16 @@ def test_empty_trajectories() -> None:
     assert_trajectory(made(SEARCH), [], mode="subset")  # at least nothing: always true
 
 
-def test_thousands_of_calls_stay_fast() -> None:
+def test_thousands_of_calls_are_judged() -> None:
     n = 3000
     calls = [("step", {"i": i}) for i in range(n)]
     trace = made(*calls)
-    started = time.perf_counter()
     assert_trajectory(trace, calls)
     assert_trajectory(trace, list(reversed(calls)), mode="unordered")
     assert_trajectory(trace, ["step"] * n, mode="unordered")
     assert_trajectory(trace, calls[::2], mode="subset")
     failure = _fails(trace, [*calls[:-1], ("step", {"i": -1})], mode="unordered")
     assert failure.kind == "arguments" and failure.made is not None and failure.made.index == n - 1
-    assert time.perf_counter() - started < 5
 
 
 def test_an_unknown_tool_is_named_as_missing() -> None:
