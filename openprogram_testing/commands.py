@@ -33,6 +33,7 @@ from openprogram.providers.apis import PROVIDER_APIS, ProviderAPI
 from openprogram.texts import clip
 
 from .collect import SELECTION_OPTION, Selection
+from .paths import OutsideProject, writable_target
 from .scenarios import (
     SCENARIO_PATTERNS,
     Scenario,
@@ -198,6 +199,12 @@ def run(
         )
     if workers > 1 and not _has("xdist"):
         raise UsageProblem("-n needs pytest-xdist: pip install pytest-xdist")
+    for target, what in ((html, "the HTML report"), (results_dir, "the results folder")):
+        if target is not None:
+            try:
+                writable_target(target, what)
+            except OutsideProject as exc:
+                raise UsageProblem(str(exc)) from None
     selection_dir = tempfile.TemporaryDirectory(prefix="openprogram-run-")
     args = pytest_args(
         files,
@@ -254,6 +261,7 @@ def _write_results(results_dir: Path, reporter: Any) -> None:
     for row in reporter.rows.values():
         if row.result is not None:
             target = results_dir / f"{Path(row.path).stem}.result.json"
+            writable_target(target, "a result file")  # a planted link among them
             target.write_text(json.dumps(row.result, indent=2) + "\n", encoding="utf-8")
 
 

@@ -9,6 +9,7 @@ anywhere, so each such path is resolved and must stay inside its project (``conf
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "pytest.ini", "tox.ini", ".git")
@@ -46,6 +47,23 @@ def confined(path: Path, root: Path, what: str) -> Path:
     return resolved
 
 
+def writable_target(path: Path, what: str) -> Path:
+    """``path`` where an output (a report, result files) goes, resolved; raises ``OutsideProject``
+    when a link on the way leads out of the project the path names.
+
+    The project is found from the path as written (its nearest directory with a project marker,
+    links not followed), so a linked ``build/`` cannot choose its own project; a path that is
+    outside every project as written (``/tmp/report.html``) is the user's explicit choice and
+    stays allowed."""
+    written = Path(os.path.abspath(path))
+    root = written.parent
+    for candidate in written.parents:
+        if any(os.path.lexists(candidate / marker) for marker in PROJECT_MARKERS):
+            root = candidate
+            break
+    return confined(written, root, what)
+
+
 def snapshot_root(location: Path) -> Path:
     """The project of a snapshot file: that of the directory holding its ``__snapshots__``
     (unresolved: a linked ``__snapshots__`` must not choose its own project)."""
@@ -55,4 +73,11 @@ def snapshot_root(location: Path) -> Path:
     return project_root(location.parent)
 
 
-__all__ = ["PROJECT_MARKERS", "OutsideProject", "confined", "project_root", "snapshot_root"]
+__all__ = [
+    "PROJECT_MARKERS",
+    "OutsideProject",
+    "confined",
+    "project_root",
+    "snapshot_root",
+    "writable_target",
+]

@@ -82,6 +82,14 @@ def wanted(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("--openprogram-html", default=None)
+    if target:
+        from ..paths import OutsideProject, writable_target
+
+        try:  # refused before anything runs, not after the whole session
+            writable_target(Path(target), "the HTML report")
+        except OutsideProject as exc:
+            raise pytest.UsageError(str(exc)) from None
     if wanted(config):
         config.pluginmanager.register(RunRecorder(), "openprogram-run-recorder")
         if not hasattr(config, "workerinput"):  # the controller (or a session without xdist)
