@@ -125,6 +125,7 @@ class _Case:
     tool: str
     parameters: dict[str, Any]
     result: str
+    tool_choice: str | None = None  # what the recording was made with (None: not sent)
 
 
 _ADD = {
@@ -154,6 +155,7 @@ W5_CASES = (
         "get_weather",
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
         "sunny, 21 C in Paris",
+        tool_choice="auto",  # a scenario cassette: scenarios send Runtime.exec's "auto"
     ),
     _Case(
         "gemini",
@@ -235,7 +237,9 @@ async def _replay_loop(case: _Case, path: Path, provider: Any, model: str) -> fl
     start = now_ns()
     with use_cassette(path):
         stream = agent_loop(
-            case.prompt, AgentContext(tools=[tool]), LoopConfig(provider=provider, model=model)
+            case.prompt,
+            AgentContext(tools=[tool]),
+            LoopConfig(provider=provider, model=model, tool_choice=case.tool_choice),
         )
         async for _ in stream:
             pass
