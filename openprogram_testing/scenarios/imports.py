@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import inspect
 import io
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -86,10 +88,43 @@ def _roots_on_path(roots: Sequence[Path]) -> Iterator[None]:
                 pass
 
 
+def _leaves_its_root(location: str | None, roots: Sequence[Path]) -> str | None:
+    """Where ``location`` (a module's file or package folder) really is, when it sits inside
+    an import root as found but a link takes it out of that root; else ``None``."""
+    if not location:
+        return None
+    found = os.path.abspath(location)
+    for root in roots:
+        base = os.path.abspath(root)
+        if found.startswith(base.rstrip(os.sep) + os.sep):
+            real, real_base = os.path.realpath(found), os.path.realpath(base)
+            if not real.startswith(real_base.rstrip(os.sep) + os.sep):
+                return real
+    return None
+
+
+def _check_location(module_name: str, location: str | None, roots: Sequence[Path]) -> None:
+    real = _leaves_its_root(location, roots)
+    if real is not None:
+        raise ImportProblem(
+            f"module {module_name!r} is found at {location} inside an import root, but a link "
+            f"leads it outside (to {real}): the harness never loads a file through a link that "
+            "leaves the project"
+        )
+
+
 def resolve(path: str, roots: Sequence[Path] = ()) -> Any:
     """The object ``package.module:attribute`` names."""
     module_name, _, attribute = path.partition(":")
     with _roots_on_path(roots), _stdin_closed():
+        try:
+            top = module_name.partition(".")[0]
+            spec = importlib.util.find_spec(top) if top not in sys.modules else None
+        except (Exception, SystemExit):
+            spec = None  # reported by the import below
+        if spec is not None:  # checked before any of its code runs
+            for location in [spec.origin, *(spec.submodule_search_locations or ())]:
+                _check_location(top, location, roots)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -102,6 +137,7 @@ def resolve(path: str, roots: Sequence[Path] = ()) -> Any:
             raise ImportProblem(f"importing {module_name!r} failed: {_describe(exc)}") from None
         except (Exception, SystemExit) as exc:
             raise ImportProblem(f"importing {module_name!r} raised {_describe(exc)}") from None
+    _check_location(module_name, getattr(module, "__file__", None), roots)
     target: Any = module
     walked = module_name
     for part in attribute.split("."):
