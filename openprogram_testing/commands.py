@@ -32,6 +32,7 @@ from rich.markup import escape
 from openprogram.providers.apis import PROVIDER_APIS, ProviderAPI
 from openprogram.texts import clip
 
+from .cassettes.files import recorded_body_text
 from .collect import SELECTION_OPTION, Selection
 from .paths import OutsideProject, writable_target
 from .scenarios import (
@@ -401,25 +402,10 @@ def render_cassette(file: Path, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _body_text(body: Any) -> str | None:
-    if isinstance(body, dict):
-        body = body.get("string")
-    if isinstance(body, bytes):
-        import gzip
-
-        if body[:2] == b"\x1f\x8b":
-            try:
-                body = gzip.decompress(body)
-            except OSError:
-                return None
-        return str(body.decode("utf-8", "replace"))
-    return body if isinstance(body, str) else None
-
-
 def _json_body(body: Any) -> Any:
     from .wire.base import loads_or_none
 
-    return loads_or_none(_body_text(body))
+    return loads_or_none(recorded_body_text(body))
 
 
 def _describe_request(body: dict[str, Any], uri: str = "") -> list[str]:
@@ -462,7 +448,7 @@ def _describe_parsed(found: Any, body: dict[str, Any]) -> list[str]:
 
 
 def _describe_response(response: dict[str, Any]) -> list[str]:
-    text = _body_text(response.get("body"))
+    text = recorded_body_text(response.get("body"))
     if text is None:
         return ["(no body)"]
     from .wire.sse import frame_data, frame_event, frame_json, split_frames

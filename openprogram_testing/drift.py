@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from openprogram.texts import clip
 
+from .cassettes.files import recorded_body_text
+
 
 class RecordingUnreadable(ValueError):
     """A recording cannot be compared: it does not load, or is not of a replayable API."""
@@ -91,7 +93,7 @@ def answers(path: str | Path) -> list[Answer]:
         raise RecordingUnreadable(f"{path}: {exc}") from None
     requests = []
     for interaction in interactions:
-        body = loads_or_none(_text((interaction.get("request") or {}).get("body")))
+        body = loads_or_none(recorded_body_text((interaction.get("request") or {}).get("body")))
         try:
             requests.append(found.wire.parse(body) if isinstance(body, dict) else None)
         except Exception:
@@ -151,14 +153,6 @@ def _answer(message: Any) -> Answer:
         "cache_write": u.cache_write_tokens,
     }
     return Answer(message.stop_reason, message.text, calls, usage, message.error_message)
-
-
-def _text(body: Any) -> str | None:
-    from .cassettes.files import decoded_body
-
-    if isinstance(body, dict):
-        body = body.get("string")
-    return decoded_body(body)
 
 
 def compare(old: list[Answer], new: list[Answer]) -> list[Change]:

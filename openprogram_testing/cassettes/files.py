@@ -44,6 +44,7 @@ __all__ = [
     "headers_as_lists",
     "load_interactions",
     "parse_cassette",
+    "recorded_body_text",
 ]
 
 EXPECTED_SHAPES = (
@@ -84,6 +85,15 @@ def decoded_body(body: Any) -> str | None:
                 pass
         return raw.decode("utf-8", errors="replace")
     return str(body)
+
+
+def recorded_body_text(body: Any) -> str | None:
+    """A recorded request or response body as text: vcrpy's ``{"string": ...}`` form or the
+    value itself, through ``decoded_body`` (the one reading for ``show``, ``scaffold`` and
+    ``diff``)."""
+    if isinstance(body, dict):
+        body = body.get("string")
+    return decoded_body(body)
 
 
 # --------------------------------------------------------------------------------------------

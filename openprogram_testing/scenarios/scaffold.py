@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..cassettes.files import recorded_body_text
+
 HEADER = (
     "# Scaffolded by `openprogram-testing scaffold` from {source}.\n"
     "# The expectations are what the recorded run did: loosen them where variation is harmless\n"
@@ -74,27 +76,12 @@ def _read(cassette: Path) -> _Recorded:
     api = found.api
     parsed: list[Any] = []
     for interaction in interactions:
-        body = loads_or_none(_text((interaction.get("request") or {}).get("body")))
+        body = loads_or_none(recorded_body_text((interaction.get("request") or {}).get("body")))
         try:
             parsed.append(found.wire.parse(body) if isinstance(body, dict) else None)
         except Exception:  # a body the parser cannot read: that interaction tells us nothing
             parsed.append(None)
     return _Recorded(api, parsed, len(interactions))
-
-
-def _text(body: Any) -> str | None:
-    if isinstance(body, dict):
-        body = body.get("string")
-    if isinstance(body, bytes):
-        import gzip
-
-        if body[:2] == b"\x1f\x8b":
-            try:
-                body = gzip.decompress(body)
-            except OSError:
-                return None
-        return str(body.decode("utf-8", "replace"))
-    return body if isinstance(body, str) else None
 
 
 def _first_loop(requests: list[Any]) -> int:
