@@ -52,7 +52,7 @@ def test_collector_calls_grow_linearly_with_the_number_of_files(tmp_path: Path, 
 def test_one_argument_per_file_was_quadratic(tmp_path: Path) -> None:
     # the shape the selection replaces: the check above would fail on it
     files = discover([_folder(tmp_path / "s", 30)])
-    assert _collect_calls(files, None) == 30 * 30
+    assert _collect_calls(files, None) >= 30 * 30  # at least every file once per argument
 
 
 def test_selection_keeps_folders_leading_to_selected_files_only(tmp_path: Path) -> None:
