@@ -12,11 +12,16 @@ Treat a message as immutable once its ``message_end`` event has been emitted.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, TypeAlias
 
-from ._model import Model
+from ._model import Model, type_adapter
+
+if TYPE_CHECKING:
+    from typing import Self
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 """Why an assistant message ended. ``error``/``aborted`` end the run; ``toolUse`` asks for tools."""
@@ -156,13 +161,152 @@ class ToolResultMessage(Model):
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
-@dataclass(slots=True)
-class ToolSpec(Model):
-    """What the model is told about a tool: the wire-neutral definition every adapter maps."""
+def _no_parameters() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
 
+
+_set_item = dict.__setitem__
+_SPEC_KEYS = frozenset(("name", "description", "parameters"))
+
+
+class ToolSpec(dict[str, Any], Model):
+    """What the model is told about a tool: the wire-neutral definition every adapter maps.
+
+    A ``dict`` with exactly the keys ``name``, ``description`` and ``parameters`` — so
+    ``json.dumps(spec)`` writes the definition as any JSON tool list spells it — that also keeps
+    them as slots: the loop reads ``spec.name`` for every offered tool on every run, and a slot is
+    read as fast as a dataclass field (a property over the items costs four times as much).
+    Setting an attribute or one of the three items updates both; any other change to the mapping
+    is refused, so the two can never disagree.  Equal to a plain dict with the same three items.
+    """
+
+    __slots__ = ("description", "name", "parameters")
     name: str
-    description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    description: str
+    parameters: dict[str, Any]
+
+    def __init__(
+        self, name: str, description: str = "", parameters: dict[str, Any] | None = None
+    ) -> None:
+        if parameters is None:
+            parameters = _no_parameters()
+        dict.__init__(self, name=name, description=description, parameters=parameters)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "parameters", parameters)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        object.__setattr__(self, key, value)  # an unknown name is an AttributeError here
+        _set_item(self, key, value)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in _SPEC_KEYS:
+            raise KeyError(f"a ToolSpec has only name, description and parameters, not {key!r}")
+        self.__setattr__(key, value)
+
+    def _fixed(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "a ToolSpec always has exactly name, description and parameters: set them one by one"
+        )
+
+    __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _fixed
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolSpec(name={self.name!r}, description={self.description!r}, "
+            f"parameters={self.parameters!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy, deepcopy and pickle rebuild through __init__ (the default would set items).
+        return (type(self), (self.name, self.description, self.parameters))
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+        base = copy.deepcopy(self) if deep else self
+        fields: dict[str, Any] = {
+            "name": base.name,
+            "description": base.description,
+            "parameters": base.parameters,
+        }
+        return type(self)(**{**fields, **(update or {})})
+
+    def model_dump(
+        self,
+        *,
+        mode: Literal["python", "json"] = "python",
+        include: Any = None,
+        exclude: Any = None,
+        exclude_defaults: bool = False,
+        exclude_none: bool = False,
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = type_adapter(_spec_fields()).dump_python(
+            _spec_fields()(self.name, self.description, self.parameters),
+            mode=mode,
+            include=include,
+            exclude=exclude,
+            exclude_defaults=exclude_defaults,
+            exclude_none=exclude_none,
+        )
+        return out
+
+    def model_dump_json(
+        self,
+        *,
+        indent: int | None = None,
+        include: Any = None,
+        exclude: Any = None,
+        exclude_defaults: bool = False,
+        exclude_none: bool = False,
+    ) -> str:
+        return (
+            type_adapter(_spec_fields())
+            .dump_json(
+                _spec_fields()(self.name, self.description, self.parameters),
+                indent=indent,
+                include=include,
+                exclude=exclude,
+                exclude_defaults=exclude_defaults,
+                exclude_none=exclude_none,
+            )
+            .decode()
+        )
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Validated and serialised as the dataclass of its three fields (unknown keys refused,
+        ``name`` required), then built as a ``ToolSpec``."""
+        from pydantic_core import core_schema
+
+        fields = handler.generate_schema(_spec_fields())
+
+        def from_fields(value: Any) -> ToolSpec:
+            return cls(value.name, value.description, value.parameters)
+
+        def to_fields(spec: ToolSpec) -> Any:
+            return _spec_fields()(spec.name, spec.description, spec.parameters)
+
+        return core_schema.no_info_after_validator_function(
+            from_fields,
+            fields,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                to_fields, return_schema=fields
+            ),
+        )
+
+
+@functools.cache
+def _spec_fields() -> type[Any]:
+    """The three fields of a ``ToolSpec`` as a dataclass, the shape pydantic validates, dumps and
+    describes (named ``ToolSpec`` so its errors and schema title say so); built on first use."""
+
+    @dataclass(slots=True)
+    class ToolSpec:
+        __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+        name: str
+        description: str = ""
+        parameters: dict[str, Any] = field(default_factory=_no_parameters)
+
+    return ToolSpec
 
 
 __all__ = [
