@@ -138,6 +138,10 @@ _override: ContextVar[tuple[Provider | None, str | None] | None] = ContextVar(
 )
 """``(provider, model)`` that every run started in this context uses instead of its runtime's own
 (``Runtime.override``); ``None`` for either keeps the runtime's."""
+_observing: ContextVar[tuple[RunObserver, ...]] = ContextVar(
+    "openprogram_run_observers", default=()
+)
+"""Observers of every run of any ``Runtime`` started in this context (``Runtime.observe_all``)."""
 _run_ids = itertools.count(1)
 
 
@@ -241,6 +245,27 @@ class Runtime:
             yield
         finally:
             _override.reset(token)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def observe_all(observer: RunObserver) -> Iterator[RunObserver]:
+        """Call ``observer(run_info, event)`` for every event of every run of *any* ``Runtime``
+        started inside the ``with`` block, wherever that ``Runtime`` was built; an observer with
+        a ``handed_over`` method is told each ``Handover`` too, as with ``observe()``.
+
+        Why: a test that calls an application's own entry point cannot reach the ``Runtime`` the
+        application builds (often at import time) to ``observe()`` it; this sees its runs
+        anyway, as ``override`` swaps its provider.  The observer lives in a context variable,
+        so it reaches nested runs, tool bodies on other threads and asyncio tasks started
+        inside, and never a concurrent run outside the block.  A run reads the observers once,
+        when it starts.  Blocks nest; every open block's observer is called."""
+        if not callable(observer):
+            raise TypeError(f"observe_all() takes a callable, got {observer!r}")
+        token = _observing.set((*_observing.get(), observer))
+        try:
+            yield observer
+        finally:
+            _observing.reset(token)
 
     @property
     def active_provider(self) -> Provider:
@@ -462,7 +487,9 @@ class Runtime:
                 follow_up if wants_poll_point(follow_up) else None,
             )
         told = tuple(
-            tell for o in self._observers if (tell := getattr(o, "handed_over", None)) is not None
+            tell
+            for o in (*self._observers, *_observing.get())
+            if (tell := getattr(o, "handed_over", None)) is not None
         )
         return (
             _with_queue(self._steering, steering, told),
@@ -475,7 +502,7 @@ class Runtime:
         """Run the stream to its end, feeding the observers; returns the run's new messages.
         Tracks the tool call being executed in ``state`` (a nested ``exec`` names it)."""
         on_event = self.on_event
-        observers = self._observers
+        observers = (*self._observers, *_observing.get())
         info = config.run_info
         async for event in stream:
             if state is not None and type(event) is ToolExecutionStart:

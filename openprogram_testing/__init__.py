@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .assertions import assert_skipped as assert_skipped
     from .assertions import assert_terminated as assert_terminated
     from .assertions import assert_tool_results as assert_tool_results
+    from .capture import CapturedRuns as CapturedRuns
+    from .capture import capture_runs as capture_runs
     from .cassettes import CassetteError as CassetteError
     from .cassettes import CassetteMismatch as CassetteMismatch
     from .cassettes import CassetteSession as CassetteSession
@@ -140,6 +142,8 @@ _EXPORTS: dict[str, str] = {
     "TrajectoryMismatch": "trajectory",
     "assert_trajectory": "trajectory",
     "TraceTree": "tree",
+    "CapturedRuns": "capture",
+    "capture_runs": "capture",
     "run_exec": "tree",
     "run_exec_sync": "tree",
     "Prices": "usage",

@@ -1,9 +1,13 @@
-"""Notes from beneath the loop on the run being recorded: cassette interactions, injected faults.
+"""Notes from beneath the loop on the run being recorded: cassette interactions, injected faults,
+and the HTTP exchanges themselves.
 
 The transport layers (cassettes, the provider emulator) call ``annotate``/``annotate_in_flight``
 unconditionally; whatever records a run (``run_loop``'s trace, a trace tree's recorder) opens a
-``recording`` for it, and the note lands on that run at the event where it happened.  This
-module sits below the recorders, so the transport never imports the trace layer above it.
+``recording`` for it, and the note lands on that run at the event where it happened.  They also
+announce each ``HttpExchange`` they serve to the exchange listeners (the HTML report's, around a
+test), which is how the traffic of a client that is not openprogram (pydantic-ai, an OpenAI SDK
+client) reaches the report.  This module sits below the recorders, so the transport never
+imports the trace layer above it.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Protocol
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 
 @dataclass(slots=True)
@@ -88,11 +93,78 @@ def annotate_in_flight(kind: str, text: str) -> bool:
         return True
 
 
+@dataclass(slots=True)
+class HttpExchange:
+    """One HTTP request a client sent and the answer it got, as the layer serving it saw it:
+    the provider emulator (``source="emulator"``, the answer as planned) or a cassette replaying
+    a recording (``source="cassette"``, the recorded request that matched and the answer sent).
+    Bodies are what was on the wire (bytes, text, or the parsed JSON value); nothing here is
+    redacted yet: whoever stores an exchange redacts it as a cassette is."""
+
+    source: Literal["emulator", "cassette"]
+    index: int
+    method: str
+    url: str
+    at: float
+    """When it arrived (``time.monotonic()``): the report shows the spacing."""
+    request_headers: Mapping[str, Any] = field(default_factory=dict)
+    request_body: Any = None
+    status: int | None = None
+    """The HTTP status answered (``None``: the connection was dropped before one)."""
+    response_headers: Mapping[str, Any] = field(default_factory=dict)
+    response_body: Any = None
+
+
+ExchangeListener = Callable[[HttpExchange], Any]
+_exchange_listeners: list[ExchangeListener] = []
+_exchange_lock = threading.Lock()
+
+
+def add_exchange_listener(listener: ExchangeListener) -> None:
+    """Call ``listener(exchange)`` for every HTTP exchange the emulator or a cassette serves
+    from now on (in any thread: the emulator answers on its handler threads)."""
+    with _exchange_lock:
+        _exchange_listeners.append(listener)
+
+
+def remove_exchange_listener(listener: ExchangeListener) -> None:
+    """Stop calling ``listener`` (one that is not registered is ignored)."""
+    with _exchange_lock, contextlib.suppress(ValueError):
+        _exchange_listeners.remove(listener)
+
+
+def exchanges_wanted() -> bool:
+    """Whether anyone listens: the transport builds an ``HttpExchange`` only then."""
+    return bool(_exchange_listeners)
+
+
+def announce_exchange(exchange: HttpExchange) -> None:
+    """Hand ``exchange`` to every listener.  A failing listener is a warning, never the
+    failure of the request being served."""
+    with _exchange_lock:
+        listeners = list(_exchange_listeners)
+    for listener in listeners:
+        try:
+            listener(exchange)
+        except Exception as exc:
+            warnings.warn(
+                f"exchange listener {listener!r} failed: {type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
 __all__ = [
     "NESTED_RUN",
     "Annotation",
+    "ExchangeListener",
+    "HttpExchange",
     "Recorder",
+    "add_exchange_listener",
     "annotate",
     "annotate_in_flight",
+    "announce_exchange",
+    "exchanges_wanted",
     "recording",
+    "remove_exchange_listener",
 ]

@@ -25,6 +25,7 @@ from typing import Any
 
 from openprogram import Handover, RunInfo, run_sync
 from openprogram.events import AgentEvent, MessageStart
+from openprogram.functions import current_runtime
 from openprogram.loop import effective_cap
 from openprogram.types import AssistantMessage, UserMessage
 
@@ -150,9 +151,10 @@ class _Recorder:
     def __init__(self, runtime: Any) -> None:
         self.order: list[str] = []
         self.infos: dict[str, RunInfo] = {}
+        self.runtimes: dict[str, Any] = {}  # the Runtime each run belongs to
         self.events: dict[str, list[AgentEvent]] = {}
         self.requests: dict[str, list[ModelRequest]] = {}
-        recorded = getattr(runtime.provider, "requests", None)
+        recorded = getattr(getattr(runtime, "provider", None), "requests", None)
         self.provider_requests: list[Any] | None = recorded if isinstance(recorded, list) else None
         self.handovers: dict[str, list[Handover]] = {}
         self.times: dict[str, list[float]] = {}
@@ -165,6 +167,7 @@ class _Recorder:
         if events is None:
             events = self.events[run_id] = []
             self.infos[run_id] = info
+            self.runtimes[run_id] = current_runtime.get()  # set by the Runtime running it
             self.order.append(run_id)
             self.requests[run_id] = []
             self.times[run_id] = []
@@ -227,7 +230,8 @@ async def run_exec(
     finally:
         detach()
     cap = effective_cap(exec_kwargs.get("max_iterations"))
-    tree = _build(recorder, sched, sched.delivered[already:], runtime, cap)
+    roots = build_trees(recorder, sched, sched.delivered[already:], runtime, cap)
+    tree = roots[0] if roots else None
     if tree is None:  # aexec failed before its first run started (bad arguments)
         assert failure is not None
         raise failure
@@ -258,15 +262,19 @@ def run_exec_sync(
     return run_sync(lambda: run_exec(runtime, content, **kwargs))
 
 
-def _build(
+def build_trees(
     recorder: _Recorder,
     schedule: SteeringSchedule,
     delivered: Sequence[Delivery],
     runtime: Any,
-    cap: int,
-) -> TraceTree | None:
+    cap: int | None,
+) -> list[TraceTree]:
+    """The trees of the runs ``recorder`` saw, one per outermost run, in the order they started.
+    ``runtime`` is the one that ran them (``None``: each run's own, as it recorded it); ``cap``
+    the outermost runs' model-call cap (``None``: unknown, the loop's default unless the run
+    ended at its cap)."""
     nodes: dict[str, TraceTree] = {}
-    root: TraceTree | None = None
+    roots: list[TraceTree] = []
     for run_id in recorder.order:
         info = recorder.infos[run_id]
         parent = nodes.get(info.parent_id) if info.parent_id is not None else None
@@ -279,10 +287,11 @@ def _build(
         events = recorder.events[run_id]
         handed = [d for d in delivered if d.run is not None and d.run.run_id == run_id]
         handed.extend(_deliveries(recorder.handovers.get(run_id, ()), path))
+        owner = runtime if runtime is not None else recorder.runtimes.get(run_id)
         trace = LoopTrace.from_events(
             events,
-            cap=cap if parent is None else effective_cap(None),
-            steering_mode=runtime.steering_mode,
+            cap=cap if parent is None and cap is not None else effective_cap(None),
+            steering_mode=getattr(owner, "steering_mode", "skip"),
             schedule=schedule,
             tool_names=info.tools,
             requests=recorder.requests[run_id] if recorder.provider_requests is not None else None,
@@ -291,16 +300,18 @@ def _build(
         trace.prompts = opening_prompts(trace)
         trace.event_times = recorder.times[run_id]
         trace.annotations = recorder.annotations[run_id]
-        trace.system_prompt = runtime.system_prompt
+        trace.system_prompt = getattr(owner, "system_prompt", None)
+        if cap is None and trace.termination == "max_iterations":  # it ended at its own cap
+            trace.cap = trace.model_calls
         trace.run = info
         trace.path = path
         node = TraceTree(trace, info, parent=parent)
         nodes[run_id] = node
         if parent is None:
-            root = root or node
+            roots.append(node)
         else:
             parent.children.append(node)
-    return root
+    return roots
 
 
 def _deliveries(handovers: Sequence[Handover], path: RunPath) -> list[Delivery]:

@@ -25,6 +25,7 @@ import contextlib
 import copy
 import gzip
 import os
+import time
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..faults import FaultError, MutableResponse, Mutation, apply_mutations
+from ..recording import HttpExchange, announce_exchange, exchanges_wanted
 from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
@@ -346,13 +348,36 @@ class CassetteSession:
                 raise error from None
         pieces = response.pieces() if mutations else [(0.0, response.body_bytes())]
         _annotate(index, uri, response.status, mutations)
+        sent = b"".join(chunk for _, chunk in pieces)
+        if exchanges_wanted():  # the HTML report shows the traffic of any client
+            self._announce(index, uri, response, sent)
         return {
             "status": {"code": response.status, "message": response.reason},
             "headers": response.headers,
-            "body": {"string": b"".join(chunk for _, chunk in pieces)},
+            "body": {"string": sent},
             "_pieces": pieces,
             "_disconnect": response.disconnect,
         }
+
+    def _announce(self, index: int, uri: str, response: MutableResponse, sent: bytes) -> None:
+        """The exchange played: the recorded request that matched and the answer sent."""
+        recorded: Any = None
+        with contextlib.suppress(AttributeError, IndexError, TypeError):
+            recorded = self._vcr_cassette.data[index][0]
+        announce_exchange(
+            HttpExchange(
+                "cassette",
+                index,
+                str(getattr(recorded, "method", "POST")),
+                uri,
+                time.monotonic(),
+                dict(getattr(recorded, "headers", None) or {}),
+                getattr(recorded, "body", None),
+                response.status,
+                response.headers,
+                sent,
+            )
+        )
 
     def note_mismatch(self, message: str) -> None:
         self.mismatches.append(message)

@@ -33,7 +33,7 @@ from openprogram.providers.wire import WireAPI
 from openprogram.types import UserMessage
 
 from ..faults import Fault, FaultError, HttpError, Mutation, Rechunk, TruncateAfter
-from ..recording import annotate_in_flight
+from ..recording import HttpExchange, annotate_in_flight, announce_exchange, exchanges_wanted
 from ..scripted import (
     ModelRequest,
     ScriptedTurn,
@@ -315,7 +315,22 @@ class ProviderEmulator:
             plan = self._plan_record(record, found, method, query, raw)
             record.status = None if plan.kind == "drop" else plan.status
             record.response_headers = dict(plan.headers)
-            return plan
+        if exchanges_wanted():  # the HTML report shows the traffic of any client
+            announce_exchange(
+                HttpExchange(
+                    "emulator",
+                    record.index,
+                    method,
+                    self.base_url + target,
+                    received_at,
+                    dict(headers),
+                    record.body if record.body is not None else raw,
+                    record.status,
+                    {"content-type": plan.content_type, **plan.headers},
+                    plan.body if plan.kind != "stream" else b"".join(plan.frames),
+                )
+            )
+        return plan
 
     def _plan_record(
         self, record: EmulatorRequest, found: Route | None, method: str, query: str, raw: bytes

@@ -24,8 +24,16 @@ from openprogram.texts import whole_text
 from .coverage import Coverage
 
 TestEntry = Mapping[str, Any]
-"""One test or scenario: ``name``, ``nodeid``, ``outcome`` (``passed``/``failed``/``error``/
-``skipped``), ``ms``, ``failure`` (text or ``None``) and ``runs`` (``trace_record`` dicts)."""
+"""One test or scenario: ``name``, ``nodeid``, ``outcome`` (one of ``OUTCOMES``), ``ms``,
+``failure`` (text or ``None``: the whole failure, a snapshot diff included), ``runs``
+(``trace_record`` dicts) and, optionally, ``http`` (``http_record`` dicts: what clients that
+are not openprogram sent to the provider emulator or through a cassette)."""
+
+OUTCOMES = ("failed", "error", "passed", "skipped", "xfailed", "xpassed")
+"""Each test outcome as pytest names it, counted and shown as itself, in the header's order."""
+
+FAILING = frozenset({"failed", "error"})
+"""The outcomes listed first and highlighted: what a reader opens the report for."""
 
 
 @cache
@@ -41,6 +49,7 @@ def _json_block(element_id: str, value: Any) -> str:
 
 def _summary_row(i: int, test: TestEntry, prices: Any = None) -> dict[str, Any]:
     runs = list(test.get("runs") or [])
+    http = test.get("http") or []
     behaviours: dict[str, None] = {}
     for run in runs:
         behaviours.update(dict.fromkeys(run.get("behaviours") or {}))
@@ -55,7 +64,14 @@ def _summary_row(i: int, test: TestEntry, prices: Any = None) -> dict[str, Any]:
         "behaviours": list(behaviours),
         "usage": usage_summary(runs, prices),
         "repeat": test.get("repeat"),
+        "http": len(http),
     }
+
+
+def failures_first(tests: Sequence[TestEntry]) -> list[int]:
+    """The order the summary lists tests in: failed and errored ones first, each group in the
+    order the tests ran (a stable sort, so the order stays reproducible)."""
+    return sorted(range(len(tests)), key=lambda i: str(tests[i].get("outcome")) not in FAILING)
 
 
 def usage_summary(runs: Sequence[Mapping[str, Any]], prices: Any = None) -> dict[str, Any]:
@@ -104,10 +120,11 @@ def render_html(
         f"<title>{escape(title)}</title>\n<style>\n{_asset('report.css')}</style>\n</head>\n",
         f'<body>\n<header>\n<h1>{escape(title)}</h1>\n<div class="counts">',
     ]
-    for outcome in ("passed", "failed", "error", "skipped"):
+    others = sorted(set(counts) - set(OUTCOMES))  # an outcome this page has no name for
+    for outcome in (*OUTCOMES, *others):
         if counts.get(outcome):
-            cls = "skipped-t" if outcome == "skipped" else outcome
-            parts.append(f'<span class="{cls}">{counts[outcome]} {outcome}</span>')
+            cls = f"count o-{outcome}" if outcome in OUTCOMES else "count"
+            parts.append(f'<span class="{cls}">{counts[outcome]} {escape(outcome)}</span>')
     parts.append(f"<span>{runs} loop run{'s' if runs != 1 else ''}</span>")
     if coverage is not None:
         parts.append(f'<span id="coverage-line">{escape(coverage.summary_line())}</span>')
@@ -116,8 +133,8 @@ def render_html(
         '<div class="controls"><input id="filter" type="search" '
         'placeholder="filter by name or behaviour" aria-label="filter">'
         '<select id="status" aria-label="outcome"><option value="all">all</option>'
-        '<option value="passed">passed</option><option value="failed">failed</option>'
-        '<option value="skipped">skipped</option></select><span id="shown" class="ms"></span>'
+        + "".join(f'<option value="{o}">{o}</option>' for o in OUTCOMES)
+        + '</select><span id="shown" class="ms"></span>'
         "</div>\n<table><thead><tr><th>result</th><th>test</th><th>termination</th>"
         "<th>runs</th><th>time</th><th>usage</th><th>behaviours</th></tr></thead>"
         '<tbody id="tests"></tbody></table>\n'
@@ -130,11 +147,16 @@ def render_html(
             '<tbody id="coverage-rows"></tbody></table></section>\n'
         )
     parts.append("</main>\n")
-    parts.append(_json_block("summary", [_summary_row(i, t, prices) for i, t in enumerate(tests)]))
+    summary = [_summary_row(i, tests[i], prices) for i in failures_first(tests)]
+    parts.append(_json_block("summary", summary))
     if coverage is not None:
         parts.append(_json_block("coverage", {"rows": coverage.rows()}))
     for i, test in enumerate(tests):
-        detail = {"failure": test.get("failure"), "runs": list(test.get("runs") or [])}
+        detail = {
+            "failure": test.get("failure"),
+            "runs": list(test.get("runs") or []),
+            "http": list(test.get("http") or []),
+        }
         parts.append(_json_block(f"d-{i}", detail))
     parts.append(f"<script>\n{_asset('report.js')}</script>\n</body>\n</html>\n")
     return whole_text("".join(parts))  # a lone surrogate from a tool or a prompt: U+FFFD
@@ -156,4 +178,12 @@ def write_html(
     return target
 
 
-__all__ = ["TestEntry", "render_html", "usage_summary", "write_html"]
+__all__ = [
+    "FAILING",
+    "OUTCOMES",
+    "TestEntry",
+    "failures_first",
+    "render_html",
+    "usage_summary",
+    "write_html",
+]

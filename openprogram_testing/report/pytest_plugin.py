@@ -10,9 +10,11 @@ Options (all off by default, and nothing is recorded unless one is given):
   that adds each test's cost to the usage table and the HTML report.
 
 Every finished trace of a test (``run_loop``, ``loop_runner``, scenarios, trace trees) reaches
-a trace listener installed around the test; its record rides on the test's teardown report, so
-pytest-xdist workers send it to the controller with the report and the controller writes one
-file for the whole session.  Heavy modules load only when an option is on.
+a trace listener installed around the test, and every run of a ``Runtime`` made in the test
+(the application's own entry point, with no runner in between) is captured (``capture_runs``);
+its record rides on the test's teardown report, so pytest-xdist workers send it to the
+controller with the report and the controller writes one file for the whole session.  Heavy
+modules load only when an option is on.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 import pytest
 
 _RUNS = pytest.StashKey[list[dict[str, Any]]]()
+_FLUSH = pytest.StashKey[Any]()
+_HTTP = pytest.StashKey[list[Any]]()
 PLUGIN_NAME = "openprogram-report"
 
 
@@ -71,6 +75,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def outcome_of(report: pytest.TestReport) -> str:
+    """The outcome of one phase's report as pytest's summary names it: ``xfailed`` (an
+    expected failure, which pytest reports as skipped) and ``xpassed`` (an unexpected pass,
+    reported as passed) are their own, as is ``error`` (a failing setup or teardown)."""
+    xfail = hasattr(report, "wasxfail")
+    if report.failed:
+        return "failed" if report.when == "call" else "error"
+    if report.skipped:
+        return "xfailed" if xfail else "skipped"
+    return "xpassed" if xfail else "passed"
+
+
 def wanted(config: pytest.Config) -> bool:
     """Whether any option asks for the session's runs."""
     return bool(
@@ -103,11 +119,15 @@ class RunRecorder:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Generator[None]:
+        from ..capture import capture_runs
+        from ..recording import add_exchange_listener, remove_exchange_listener
         from ..trace import LoopTrace, add_trace_listener, remove_trace_listener
         from .record import RunCollector
 
         collector = RunCollector()
         item.stash[_RUNS] = collector.runs
+        exchanges: list[Any] = []  # HTTP served to the test's clients (emulator, cassette)
+        item.stash[_HTTP] = exchanges
         lock = threading.Lock()
 
         def listener(trace: LoopTrace) -> None:
@@ -115,9 +135,20 @@ class RunRecorder:
                 collector.add(trace)
 
         add_trace_listener(listener)
+        add_exchange_listener(exchanges.append)
         try:
-            return (yield)
+            with capture_runs() as captured:
+
+                def flush() -> None:
+                    """The captured runs no runner announced (a run announced already, by
+                    ``exec_runner`` or a scenario, is recorded once)."""
+                    for trace in captured.traces:
+                        listener(trace)
+
+                item.stash[_FLUSH] = flush
+                return (yield)
         finally:
+            remove_exchange_listener(exchanges.append)
             remove_trace_listener(listener)
 
     @pytest.hookimpl(wrapper=True)
@@ -128,9 +159,22 @@ class RunRecorder:
         if call.when == "teardown":
             from openprogram.texts import whole_values
 
+            flush = item.stash.get(_FLUSH, None)
+            if flush is not None:
+                flush()
             runs: list[dict[str, Any]] = item.stash.get(_RUNS, [])
             # pytest-xdist's channel refuses a string with a lone surrogate (execnet DumpError)
             report.openprogram_runs = whole_values(list(runs))  # type: ignore[attr-defined]
+            served: list[Any] = item.stash.get(_HTTP, [])
+            exchanges = list(served)
+            if exchanges and not runs:
+                # A client that is not openprogram: its traffic is all the report can show.
+                # (An openprogram run shows its model calls in its timeline already, and
+                # every request of a long run repeats the history: not stored twice.)
+                from .record import http_records
+
+                http = whole_values(http_records(exchanges))
+                report.openprogram_http = http  # type: ignore[attr-defined]
         return report
 
 
@@ -208,19 +252,26 @@ class SessionReport:
             {"name": report.nodeid, "nodeid": report.nodeid, "outcome": "passed", "ms": 0.0,
              "failure": None, "runs": []},
         )  # fmt: skip
-        entry["ms"] += report.duration * 1000
-        if report.failed:
-            entry["outcome"] = "failed" if report.when == "call" else "error"
-            from .record import clip
+        from .html import FAILING
 
-            text = clip(report.longreprtext)
+        entry["ms"] += report.duration * 1000
+        outcome = outcome_of(report)
+        if report.failed:
+            if entry["outcome"] not in FAILING:  # a call failure stays one at teardown
+                entry["outcome"] = outcome
+            text = report.longreprtext  # whole: a snapshot diff cut short misleads
             entry["failure"] = text if entry["failure"] is None else entry["failure"] + "\n" + text
-        elif report.skipped and entry["outcome"] == "passed":
-            entry["outcome"] = "skipped"
-            entry["failure"] = report.longreprtext or None
+        elif outcome != "passed" and entry["outcome"] == "passed":
+            entry["outcome"] = outcome
+            reason = getattr(report, "wasxfail", None)
+            text = report.longreprtext or (f"xfail reason: {reason}" if reason else "")
+            entry["failure"] = text or None
         runs = getattr(report, "openprogram_runs", None)
         if runs:
             entry["runs"].extend(runs)
+        http = getattr(report, "openprogram_http", None)
+        if http:
+            entry.setdefault("http", []).extend(http)
         repeat = getattr(report, "openprogram_repeat", None)
         if isinstance(repeat, dict):
             from ..repeat import summary
@@ -279,4 +330,11 @@ class SessionReport:
             tr.write_line(f"openprogram HTML report: {self.html}")
 
 
-__all__ = ["PLUGIN_NAME", "RunRecorder", "SessionReport", "scenario_details", "wanted"]
+__all__ = [
+    "PLUGIN_NAME",
+    "RunRecorder",
+    "SessionReport",
+    "outcome_of",
+    "scenario_details",
+    "wanted",
+]

@@ -8,7 +8,9 @@ number of characters cut) so one runaway tool result cannot make a report unload
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openprogram.events import ToolExecutionStart
@@ -26,6 +28,8 @@ from ..trace import NESTED_RUN
 from .behaviours import exhibited
 
 if TYPE_CHECKING:
+    from ..cassettes.redaction import Redactor
+    from ..recording import Annotation, HttpExchange
     from ..trace import LoopTrace
 
 TEXT_LIMIT = 20_000
@@ -142,14 +146,16 @@ def _arrivals(trace: LoopTrace, rounds: list[Round], r: Round) -> list[dict[str,
     return out
 
 
-def _annotations(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
+def _annotations(r: Round, notes: list[Annotation], after: list[int]) -> list[dict[str, Any]]:
     """Transport notes (cassette interactions, faults) that happened during this round, with
-    the event they follow (``model`` while the reply streamed, else the tool call index)."""
+    the event they follow (``model`` while the reply streamed, else the tool call index).
+    ``notes`` are in event order and ``after`` holds each one's preceding event, so a round
+    finds its own by bisection: a long run is not rescanned once per round."""
     out: list[dict[str, Any]] = []
-    for note in trace.annotations:
+    lo = bisect.bisect_left(after, r.first_index)
+    hi = bisect.bisect_right(after, r.last_index)
+    for note in notes[lo:hi]:
         if note.kind == NESTED_RUN:  # shown as a nested lane, not as a note
-            continue
-        if not r.first_index <= note.event_index - 1 <= r.last_index:
             continue
         where = "model"
         for t in r.tools:
@@ -162,6 +168,8 @@ def _annotations(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
 def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
     """The JSON-ready record of one run (and, for a trace tree, its nested runs as lanes)."""
     rounds = split_rounds(trace)
+    notes = sorted(trace.annotations, key=lambda n: n.event_index)  # stable: kept in order
+    after = [note.event_index - 1 for note in notes]
     times = trace.event_times
     duration = round((times[-1] - times[0]) * 1000, 3) if times else None
     record: dict[str, Any] = {
@@ -179,7 +187,7 @@ def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
                 "arrivals": _arrivals(trace, rounds, r),
                 "reply": _reply(trace, r),
                 "tools": _tools(trace, r),
-                "notes": _annotations(trace, r),
+                "notes": _annotations(r, notes, after),
             }
             for r in rounds
         ],
@@ -192,6 +200,9 @@ def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
         record["system_prompt"] = clip(trace.system_prompt)
     for node, child in child_traces(trace):
         lane = trace_record(child, label=_child_label(node))
+        call_id = getattr(node, "tool_call_id", None) or getattr(node, "call_id", None)
+        if call_id:
+            lane["call_id"] = str(call_id)  # drawn at that tool call of the parent's rounds
         record["children"].append(lane)
     return record
 
@@ -231,7 +242,8 @@ class RunCollector:
     nested lane of its parent's record, and what it exhibits counts for every run above it
     (with one ``nested_exec`` per nested ``exec``).  Trace trees announce their runs parent
     first, which is the order this relies on; a child whose parent was never seen stays a
-    run of its own."""
+    run of its own.  A run announced twice (by a runner, then by the test's ``capture_runs``)
+    is recorded once."""
 
     def __init__(self) -> None:
         self.runs: list[dict[str, Any]] = []
@@ -240,6 +252,8 @@ class RunCollector:
 
     def add(self, trace: LoopTrace) -> dict[str, Any]:
         info = getattr(trace, "run", None)
+        if info is not None and info.run_id in self._records:
+            return self._records[info.run_id]
         parent_id = getattr(info, "parent_id", None)
         if info is None or parent_id not in self._records:
             record = trace_record(trace)
@@ -250,6 +264,8 @@ class RunCollector:
                 self._records[info.run_id] = record
             return record
         record = trace_record(trace, label=run_label(info))
+        if info.tool_call_id is not None:
+            record["call_id"] = info.tool_call_id  # drawn at that tool call of the parent
         self._records[info.run_id] = record
         self._parents[info.run_id] = parent_id
         self._records[parent_id]["children"].append(record)
@@ -269,9 +285,13 @@ class RunCollector:
             if note.kind != NESTED_RUN:
                 continue
             child = self._records.get(note.text)
-            if child is None or not any(r is child for r in self.runs):
+            if child is None:
                 continue
-            self.runs.remove(child)
+            # Its runs were announced just before it: look from the end (no rescan per run).
+            at = next((i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is child), -1)
+            if at < 0:
+                continue
+            del self.runs[at]
             start = next(
                 (
                     e
@@ -282,10 +302,79 @@ class RunCollector:
             )
             if start is not None:
                 child["label"] = f"exec from {start.tool_name} (call {start.tool_call_id})"
+                child["call_id"] = start.tool_call_id
             record["children"].append(child)
             counts = dict(child["behaviours"])
             counts["nested_exec"] = counts.get("nested_exec", 0) + 1
             _merge(record["behaviours"], counts)
+
+
+def http_records(exchanges: Sequence[HttpExchange]) -> list[dict[str, Any]]:
+    """A test's HTTP exchanges as JSON records, in the order they arrived, redacted as a
+    cassette is (credential headers replaced, then key shapes, credential-named fields and every
+    secret value seen anywhere in them): ``source``, ``index``, ``method``, ``url``, ``at_ms``
+    (since the first), ``request`` and ``response`` (``headers``, ``body``; the response's
+    ``status``, ``None`` for a dropped connection)."""
+    from ..cassettes.redaction import Redactor
+
+    ordered = sorted(exchanges, key=lambda x: x.at)
+    redactor = Redactor()
+    for x in ordered:  # learn every secret first, so an early body loses a later one too
+        redactor.headers(x.request_headers)
+        redactor.headers(x.response_headers)
+        redactor.uri(x.url)
+    start = ordered[0].at if ordered else 0.0
+    return [
+        {
+            "source": x.source,
+            "index": x.index,
+            "method": x.method,
+            "url": redactor.uri(x.url),
+            "at_ms": round((x.at - start) * 1000, 3),
+            "request": {
+                "headers": _headers(redactor, x.request_headers),
+                "body": _body(redactor, x.request_body, x.request_headers),
+            },
+            "response": {
+                "status": x.status,
+                "headers": _headers(redactor, x.response_headers),
+                "body": _body(redactor, x.response_body, x.response_headers),
+            },
+        }
+        for x in ordered
+    ]
+
+
+def _headers(redactor: Redactor, headers: Mapping[str, Any]) -> dict[str, str]:
+    """Headers as ``name: value`` text; a credential's value is ``REDACTED``, never shown."""
+    from ..cassettes.redaction import REDACTED
+
+    kept = redactor.headers(headers)
+    return {
+        str(name): ", ".join(kept[str(name)]) if str(name) in kept else REDACTED for name in headers
+    }
+
+
+def _body(redactor: Redactor, body: Any, headers: Mapping[str, Any]) -> str:
+    """A body as redacted text: JSON pretty-printed, binary framing named, not dumped."""
+    from ..cassettes.files import decoded_body
+
+    if body is None or body in (b"", ""):
+        return ""
+    kind = next((str(v) for k, v in headers.items() if str(k).lower() == "content-type"), "")
+    if isinstance(body, bytes | bytearray) and ("eventstream" in kind or "octet" in kind):
+        return f"[{len(body)} bytes of {kind}]"
+    if isinstance(body, bytes | bytearray | str):
+        text = decoded_body(body) or ""
+        try:
+            body = json.loads(text)
+        except ValueError:
+            return clip(redactor.body(text))
+    try:
+        text = json.dumps(body, indent=2, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        text = repr(body)
+    return clip(redactor.body(text))
 
 
 def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
@@ -293,5 +382,5 @@ def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
         into[name] = into.get(name, 0) + n
 
 
-__all__ = ["TEXT_LIMIT", "RunCollector", "clip", "content_text", "pretty", "run_label",
-           "trace_record"]  # fmt: skip
+__all__ = ["TEXT_LIMIT", "RunCollector", "clip", "content_text", "http_records", "pretty",
+           "run_label", "trace_record"]  # fmt: skip

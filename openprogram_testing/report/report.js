@@ -22,11 +22,20 @@
     return node;
   }
   function badge(cls, text) { return el("span", "badge " + cls, text); }
+  // A diff line: "- old"/"+ new" as a snapshot diff prints it, or the same behind pytest's
+  // "E   " prefix; pytest's "+  where x = f()" explanations are not diff lines.
+  var DIFF_LINE = /^(?:E\s+)?([-+])(?: |$)/;
+  var EXPLAINED = /^(?:E\s+)?\+ {2,}(?:where|and) /;
+  function diffKind(line) {
+    var m = DIFF_LINE.exec(line);
+    if (!m || EXPLAINED.test(line)) return null;
+    return m[1] === "-" ? "del" : "add";
+  }
   function pre(text, cls) {
     var node = el("pre", cls || "");
     String(text).split("\n").forEach(function (line, i) {
       if (i) node.appendChild(document.createTextNode("\n"));
-      var kind = /^[-] /.test(line) ? "del" : /^[+] /.test(line) ? "add" : null;
+      var kind = diffKind(line);
       if (kind) node.appendChild(el("span", kind, line));
       else node.appendChild(document.createTextNode(line));
     });
@@ -99,13 +108,34 @@
         " (cache " + u.cache_read_tokens + " read / " + u.cache_write_tokens + " write)" : "");
   }
 
-  function lane(run, nested) {
-    var node = el("div", "lane" + (nested ? " nested" : ""));
-    var head = el("div", "lane-head", run.label + " — termination " + run.termination +
+  function laneHead(run, tag) {
+    var head = el(tag, "lane-head", run.label + " — termination " + run.termination +
                   ", " + run.model_calls + " model call(s), cap " + run.cap +
                   (run.steering_mode !== "skip" ? ", steering " + run.steering_mode : "") +
                   usageText(run.usage));
-    node.appendChild(withMs(head, run.ms));
+    return withMs(head, run.ms);
+  }
+
+  // A run of a test with many runs: a closed box whose timeline is built when it is opened.
+  function lazyLane(run) {
+    var node = el("details", "lane");
+    node.appendChild(laneHead(run, "summary"));
+    node.addEventListener("toggle", function () {
+      if (!node.open || node.getAttribute("data-built")) return;
+      node.setAttribute("data-built", "1");
+      laneBody(run, node);
+    });
+    return node;
+  }
+
+  function lane(run, nested) {
+    var node = el("div", "lane" + (nested ? " nested" : ""));
+    if (run.call_id) node.setAttribute("data-call", run.call_id);
+    node.appendChild(laneHead(run, "div"));
+    return laneBody(run, node);
+  }
+
+  function laneBody(run, node) {
     var behaviours = Object.keys(run.behaviours || {});
     if (behaviours.length) {
       var b = el("div");
@@ -113,6 +143,15 @@
       node.appendChild(b);
     }
     if (run.system_prompt) { node.appendChild(el("div", "stop", "system prompt")); node.appendChild(pre(run.system_prompt)); }
+    // A nested run is drawn where it started: right after the tool call whose body ran it;
+    // one without a tool call (a choices= ask) or whose call is not in a round, after them.
+    var atCall = new Map();
+    var placed = new Set();
+    (run.children || []).forEach(function (child) {
+      if (!child.call_id) return;
+      if (!atCall.has(child.call_id)) atCall.set(child.call_id, []);
+      atCall.get(child.call_id).push(child);
+    });
     var timeline = el("div", "timeline");
     run.rounds.forEach(function (r) {
       var box = el("div", "round");
@@ -125,12 +164,21 @@
         box.appendChild(line);
       });
       if (r.reply) box.appendChild(reply(r.reply));
-      r.tools.forEach(function (t) { box.appendChild(tool(t)); });
+      r.tools.forEach(function (t) {
+        box.appendChild(tool(t));
+        (atCall.get(t.id) || []).forEach(function (child) {
+          box.appendChild(lane(child, true));
+          placed.add(child);
+        });
+        atCall.delete(t.id);
+      });
       timeline.appendChild(box);
     });
     if (!run.rounds.length) timeline.appendChild(el("div", "empty", "no rounds"));
     node.appendChild(timeline);
-    (run.children || []).forEach(function (child) { node.appendChild(lane(child, true)); });
+    (run.children || []).forEach(function (child) {
+      if (!placed.has(child)) node.appendChild(lane(child, true));
+    });
     var end = el("div", "end", "ended: " + run.termination);
     node.appendChild(end);
     if (run.undelivered.length) {
@@ -140,13 +188,47 @@
     return node;
   }
 
+  function headers(h) {
+    return Object.keys(h || {}).map(function (k) { return k + ": " + h[k]; }).join("\n");
+  }
+
+  // One HTTP exchange of a client that is not openprogram (emulator or cassette traffic).
+  function exchange(x) {
+    var d = el("details", "http");
+    var s = el("summary");
+    var status = x.response ? x.response.status : null;
+    s.appendChild(badge(status === null || status === undefined ? "error" : status < 400 ? "ok" : "error",
+                        status === null || status === undefined ? "no answer" : "HTTP " + status));
+    s.appendChild(el("span", "", "#" + x.index + " " + x.method + " " + x.url + " "));
+    s.appendChild(badge("note", x.source));
+    if (x.at_ms !== null && x.at_ms !== undefined) s.appendChild(el("span", "ms", "+" + ms(x.at_ms)));
+    d.appendChild(s);
+    d.appendChild(el("div", "stop", "request"));
+    if (x.request.headers) d.appendChild(pre(headers(x.request.headers), "args"));
+    if (x.request.body) d.appendChild(pre(x.request.body, "args"));
+    if (x.response) {
+      d.appendChild(el("div", "stop", "response"));
+      if (x.response.headers) d.appendChild(pre(headers(x.response.headers)));
+      if (x.response.body) d.appendChild(pre(x.response.body));
+    }
+    return d;
+  }
+
   function details(test) {
     var cell = el("td", "detail");
     cell.colSpan = 7;
-    var full = data("d-" + test.i) || {runs: [], failure: null};
+    var full = data("d-" + test.i) || {runs: [], failure: null, http: []};
     if (full.failure) cell.appendChild(pre(full.failure, "failure"));
-    full.runs.forEach(function (run) { cell.appendChild(lane(run, false)); });
-    if (!full.runs.length) cell.appendChild(el("div", "empty", "this test ran no loop"));
+    var lazy = full.runs.length > 3;  // many runs: each timeline built when its run is opened
+    full.runs.forEach(function (run) { cell.appendChild(lazy ? lazyLane(run) : lane(run, false)); });
+    var http = full.http || [];
+    if (http.length) {
+      var box = el("section", "http-log");
+      box.appendChild(el("h3", "", "HTTP interactions (" + http.length + ")"));
+      http.forEach(function (x) { box.appendChild(exchange(x)); });
+      cell.appendChild(box);
+    }
+    if (!full.runs.length && !http.length) cell.appendChild(el("div", "empty", "this test ran no loop"));
     var row = el("tr", "detail-row");
     row.appendChild(cell);
     return row;
@@ -159,18 +241,23 @@
     row.setAttribute("data-open", "1");
   }
 
+  var BADGES = {passed: "ok", failed: "error", error: "error", skipped: "skipped",
+                xfailed: "xfailed", xpassed: "xpassed"};
+
   function summary(tests) {
     var body = document.getElementById("tests");
+    var rows = document.createDocumentFragment();
     tests.forEach(function (test) {
-      var row = el("tr", "test");
+      var failing = test.outcome === "failed" || test.outcome === "error";
+      var row = el("tr", "test" + (failing ? " failing" : ""));
       row.setAttribute("data-status", test.outcome);
       row.setAttribute("data-text", (test.name + " " + test.nodeid + " " + test.behaviours.join(" ")).toLowerCase());
       var status = el("td");
-      status.appendChild(badge(test.outcome === "passed" ? "ok" : test.outcome === "skipped" ? "skipped" : "error", test.outcome));
+      status.appendChild(badge(BADGES.hasOwnProperty(test.outcome) ? BADGES[test.outcome] : "note", test.outcome));
       row.appendChild(status);
       row.appendChild(el("td", "name", test.name + (test.repeat ? " — " + test.repeat : "")));
       row.appendChild(el("td", "", test.termination || "–"));
-      row.appendChild(el("td", "", String(test.runs)));
+      row.appendChild(el("td", "", String(test.runs) + (test.http ? " + " + test.http + " HTTP" : "")));
       row.appendChild(el("td", "", ms(test.ms) || "–"));
       var used = test.usage || {};
       row.appendChild(el("td", "usage", used.error ? "unknown" :
@@ -180,8 +267,9 @@
       test.behaviours.forEach(function (n) { beh.appendChild(badge("cov", n)); });
       row.appendChild(beh);
       row.addEventListener("click", function () { toggle(row, test); });
-      body.appendChild(row);
+      rows.appendChild(row);
     });
+    body.appendChild(rows);
   }
 
   function filter() {

@@ -193,21 +193,191 @@ def test_coverage_table(page: Any) -> None:
     assert page.locator("#coverage-rows tr").count() == len(exhibited.__globals__["BEHAVIOURS"])
 
 
-def test_a_thousand_runs_open_quickly(browser: Any, tmp_path: Path) -> None:
+LOAD_BUDGET_MS = 2_000
+"""The report of 5,000 runs is usable within this long of navigation start, as the page itself
+measures it (``domContentLoadedEventEnd``: the file read, the summary table built), so a slow
+browser start on a loaded machine does not count."""
+
+
+def test_five_thousand_runs_open_within_two_seconds(browser: Any, tmp_path: Path) -> None:
     record = trace_record(run(batch(3), "done", schedule=steer_after(1)))
     tests = [{"name": f"t{i}", "nodeid": f"t{i}", "outcome": "passed", "ms": 1.0,
-              "failure": None, "runs": [record]} for i in range(1000)]  # fmt: skip
+              "failure": None, "runs": [record]} for i in range(5000)]  # fmt: skip
     path = write_html(tmp_path / "big.html", tests, coverage=Coverage.of([record["behaviours"]]))
     page = browser.new_page()
     try:
-        page.goto(path.as_uri())
-        assert page.locator("tr.test").count() == 1000
-        assert page.locator(".round").count() == 0  # details are rendered on expand only
-        elapsed = page.evaluate(
-            "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
-        )
-        assert elapsed < 10_000
-        page.locator("tr.test").nth(999).click()
+        timings = []
+        for _ in range(3):  # the best of three: one stall of a loaded machine is not the page
+            page.goto(path.as_uri())
+            timings.append(
+                page.evaluate(
+                    "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
+                )
+            )
+        assert page.locator("tr.test").count() == 5000
+        assert page.locator(".lane, .round").count() == 0  # details are built on expand only
+        assert min(timings) < LOAD_BUDGET_MS, f"load times {timings} ms"
+        page.locator("tr.test").nth(4999).click()
         assert page.locator(".round").count() == 2
+    finally:
+        page.close()
+
+
+def test_a_test_of_many_runs_builds_each_timeline_when_it_is_opened(
+    browser: Any, tmp_path: Path
+) -> None:
+    record = trace_record(run(batch(2), "done"))
+    tests = [{"name": "many", "nodeid": "many", "outcome": "passed", "ms": 1.0,
+              "failure": None, "runs": [record] * 50}]  # fmt: skip
+    page = browser.new_page()
+    try:
+        page.goto(write_html(tmp_path / "many.html", tests).as_uri())
+        page.locator("tr.test").click()
+        assert page.locator("details.lane").count() == 50
+        assert page.locator(".round").count() == 0
+        page.locator("details.lane > summary").nth(7).click()
+        assert page.locator(".round").count() == 2
+        assert page.locator("details.lane").nth(7).locator(".round").count() == 2
+    finally:
+        page.close()
+
+
+# -- what a person sees: checked on screenshots ------------------------------------------------
+PYTEST_DIFF = """    def test_reply_snapshot(snapshot):
+>       assert trace.snapshot_text() == snapshot
+E       AssertionError: assert [+ received] == [- snapshot]
+E
+E         -   text "old reply"
+E         +   text "new reply"
+E             turn_end round 0
+E        +  where 3 = len(calls)
+
+tests/test_trip.py:12: AssertionError"""
+HIGHLIGHT = (0xFF, 0xEB, 0xE9)
+RED_TEXT = (0xCF, 0x22, 0x2E)
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A passing test whose agent ran a nested run from a tool call, an expected failure, and
+    a failing snapshot test (pytest's diff), in that order."""
+    from openprogram import Runtime
+    from openprogram_testing import run_exec_sync
+    from openprogram_testing.report import RunCollector
+    from openprogram_testing.scripted import ScriptedProvider
+    from openprogram_testing.trace import add_trace_listener, remove_trace_listener
+    from tests.runtime._agents import research_agent, research_script
+
+    registry, tools = research_agent()
+    collector = RunCollector()
+    add_trace_listener(collector.add)
+    try:
+        run_exec_sync(
+            Runtime(ScriptedProvider(research_script((1, 2))), "m", registry=registry),
+            "go",
+            tools=tools,
+        )
+    finally:
+        remove_trace_listener(collector.add)
+    tests = [
+        {"name": "tests/test_trip.py::test_plans_a_trip", "nodeid": "p", "outcome": "passed",
+         "ms": 5.0, "failure": None, "runs": collector.runs},
+        {"name": "tests/test_trip.py::test_known_gap", "nodeid": "x", "outcome": "xfailed",
+         "ms": 1.0, "failure": "xfail reason: known gap", "runs": []},
+        {"name": "tests/test_trip.py::test_reply_snapshot", "nodeid": "f", "outcome": "failed",
+         "ms": 2.0, "failure": PYTEST_DIFF, "runs": []},
+    ]  # fmt: skip
+    return write_html(tmp_path_factory.mktemp("seen") / "seen.html", tests)
+
+
+@pytest.fixture
+def seen_page(browser: Any, seen: Path) -> Iterator[Any]:
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(seen.as_uri())
+    yield page
+    assert errors == [], f"page errors: {errors}"
+    page.close()
+
+
+def test_the_failing_test_is_first_and_highlighted(seen_page: Any) -> None:
+    from tests.report._png import dominant
+
+    rows = seen_page.locator("tr.test")
+    assert "test_reply_snapshot" in rows.nth(0).inner_text()
+    assert rows.nth(0).get_attribute("class") == "test failing"
+    assert [rows.nth(i).locator(".badge").first.inner_text() for i in range(3)] == [
+        "failed", "passed", "xfailed",
+    ]  # fmt: skip
+    assert "1 xfailed" in seen_page.inner_text(".counts")
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    seen_page.screenshot(path=str(ARTEFACTS / "report-failures-first.png"))
+    assert dominant(rows.nth(0).screenshot()) == HIGHLIGHT  # what the eye sees: a red row
+    assert dominant(rows.nth(1).screenshot()) == (255, 255, 255)
+
+
+def test_a_diff_line_is_coloured(seen_page: Any) -> None:
+    from tests.report._png import share
+
+    seen_page.locator("tr.test").nth(0).click()
+    failure = seen_page.locator("pre.failure")
+    assert failure.locator(".del").all_inner_texts() == ['E         -   text "old reply"']
+    assert failure.locator(".add").all_inner_texts() == ['E         +   text "new reply"']
+    # pytest's "+  where" explanation is not a diff line
+    assert "where 3" not in " ".join(failure.locator(".add, .del").all_inner_texts())
+    removed = failure.locator(".del").screenshot()
+    assert share(removed, HIGHLIGHT) > 0.5 and share(removed, RED_TEXT, 60) > 0.02
+    failure.screenshot(path=str(ARTEFACTS / "report-diff.png"))
+
+
+def test_a_nested_run_appears_under_its_tool_call(seen_page: Any) -> None:
+    seen_page.locator("tr.test", has_text="test_plans_a_trip").click()
+    rounds = seen_page.locator(".detail .lane:not(.nested) > .timeline > .round")
+    assert rounds.count() == 2  # the outer run: the research call, then the answer
+    first = rounds.nth(0)
+    call = first.locator(":scope > details.tool.exec")
+    nested = first.locator(":scope > .lane.nested")
+    assert call.count() == 1 and nested.count() == 1
+    assert nested.get_attribute("data-call") == "call_0"
+    assert "exec from research" in nested.locator(".lane-head").inner_text()
+    # drawn below the call and above the outer run's next round, indented under it
+    tool_box, lane_box = call.bounding_box(), nested.bounding_box()
+    next_box = rounds.nth(1).bounding_box()
+    assert tool_box["y"] + tool_box["height"] <= lane_box["y"] < next_box["y"]
+    assert lane_box["x"] > tool_box["x"]
+    seen_page.locator(".detail").screenshot(path=str(ARTEFACTS / "report-nested.png"))
+
+
+def test_a_tests_http_exchanges_are_listed_when_it_is_opened(browser: Any, tmp_path: Path) -> None:
+    from openprogram_testing.recording import HttpExchange
+    from openprogram_testing.report.record import http_records
+
+    exchanges = [
+        HttpExchange("emulator", 0, "POST", "http://127.0.0.1:1/v1/chat/completions", 1.0,
+                     {"authorization": "Bearer sk-test-0123456789abcdef0123"},
+                     {"messages": [{"role": "user", "content": HOSTILE}]}, 429,
+                     {"retry-after": "0.2"}, b'{"error": "slow down"}'),
+        HttpExchange("emulator", 1, "POST", "http://127.0.0.1:1/v1/chat/completions", 1.2,
+                     {}, {"messages": []}, 200, {}, b'{"choices": []}'),
+    ]  # fmt: skip
+    tests = [{"name": "tests/test_pydantic.py::test_retry", "nodeid": "h", "outcome": "passed",
+              "ms": 3.0, "failure": None, "runs": [], "http": http_records(exchanges)}]  # fmt: skip
+    page = browser.new_page()
+    try:
+        page.goto(write_html(tmp_path / "http.html", tests).as_uri())
+        assert "0 + 2 HTTP" in page.locator("tr.test").inner_text()
+        page.locator("tr.test").click()
+        log = page.locator(".http-log")
+        assert log.locator("h3").inner_text() == "HTTP interactions (2)"
+        first, second = log.locator("details.http").all()
+        assert "HTTP 429" in first.locator("summary").inner_text()
+        assert "+0.0 ms" in first.inner_text() and "+200.0 ms" in second.inner_text()
+        first.locator("summary").click()
+        assert "authorization: REDACTED" in first.inner_text()
+        assert HOSTILE in first.inner_text()  # shown as text
+        assert page.evaluate("window.__pwned") is None
+        assert "ran no loop" not in page.locator(".detail").inner_text()
     finally:
         page.close()

@@ -1,0 +1,110 @@
+"""Capture the runs of every ``Runtime`` inside a block, whoever started them.
+
+A test that calls the application's real entry point (``plan_trip("Lisbon", runtime=rt)``, or
+one that builds its own ``Runtime`` at import time under ``runtime_override``) runs the loop
+without any harness runner in between.  ``capture_runs`` still sees those runs, in the spirit
+of pydantic-ai's ``capture_run_messages``::
+
+    with capture_runs() as runs:
+        plan_trip("three days in Lisbon", runtime=rt)
+    (tree,) = runs                    # one TraceTree per outermost run
+    tree["compare_options"].final_text
+    assert_tool_called(tree.trace, "compare_options")
+
+It observes through ``Runtime.observe_all`` (a context variable the runtime reads when a run
+starts: the runtime knows nothing of the harness), so it sees nested runs, tool bodies on other
+threads and asyncio tasks started inside the block, and no concurrent run outside it.  The pytest
+plugin opens one around each test when a report option is on, so such runs reach the HTML
+report and the coverage table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from openprogram import Runtime
+
+from .steering import SteeringSchedule
+from .trace import LoopTrace
+from .tree import TraceTree, _Recorder, build_trees
+
+
+class CapturedRuns(Sequence[TraceTree]):
+    """The runs captured so far: one ``TraceTree`` per outermost run, in the order they started
+    (a nested run is a child of the run whose tool call started it).  Read it inside the block
+    or after it; each read sees every event recorded until then."""
+
+    def __init__(self) -> None:
+        self._recorder = _Recorder(None)
+        self._lock = threading.Lock()
+        self._schedule = SteeringSchedule()
+        self._seen = -1
+        self._trees: list[TraceTree] = []
+        self.closed = False
+
+    def close(self) -> None:
+        """Take no more events: a context copied inside the block (an event loop's runner made
+        there and reused later) may still name this observer after the block ended."""
+        self.closed = True
+
+    # -- the observer (called by every run inside the block) --------------------------------
+    def __call__(self, info: Any, event: Any) -> None:
+        if self.closed:
+            return
+        with self._lock:
+            self._recorder(info, event)
+
+    def handed_over(self, handover: Any) -> None:
+        if self.closed:
+            return
+        with self._lock:
+            self._recorder.handed_over(handover)
+
+    # -- reading ------------------------------------------------------------------------------
+    def _built(self) -> list[TraceTree]:
+        """The trees, rebuilt only when events arrived since the last read (so reading in a
+        loop costs nothing more per read)."""
+        with self._lock:
+            recorder = self._recorder
+            count = sum(len(events) for events in recorder.events.values())
+            count += sum(len(h) for h in recorder.handovers.values())
+            if count != self._seen:
+                self._trees = build_trees(recorder, self._schedule, (), None, None)
+                self._seen = count
+            return self._trees
+
+    @overload
+    def __getitem__(self, index: int) -> TraceTree: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TraceTree]: ...
+    def __getitem__(self, index: int | slice) -> TraceTree | list[TraceTree]:
+        return self._built()[index]
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    @property
+    def traces(self) -> list[LoopTrace]:
+        """Every run's trace, each tree parent first (what the HTML report records)."""
+        return [node.trace for tree in self._built() for node in tree.walk()]
+
+    def __repr__(self) -> str:
+        return f"CapturedRuns({len(self)} outermost run(s), {len(self.traces)} in all)"
+
+
+@contextlib.contextmanager
+def capture_runs() -> Iterator[CapturedRuns]:
+    """Capture every run of any ``Runtime`` started inside the ``with`` block (see the module's
+    docstring); yields the ``CapturedRuns``, which keeps its runs after the block ends."""
+    runs = CapturedRuns()
+    try:
+        with Runtime.observe_all(runs):
+            yield runs
+    finally:
+        runs.close()
+
+
+__all__ = ["CapturedRuns", "capture_runs"]

@@ -1,0 +1,147 @@
+"""``capture_runs``: the runs of any ``Runtime`` made inside a block, with no runner in between
+(the application's own entry point), as trace trees; and the report of a test that makes them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from typing import Any
+
+import pytest
+
+from openprogram import Runtime
+from openprogram_testing import CapturedRuns, ScriptedProvider, call, capture_runs, turn
+from tests.runtime._agents import research_agent, research_script
+
+pytest_plugins = ["pytester"]
+
+
+def plan_trip(text: str, *, runtime: Runtime) -> str:
+    """An application's entry point: it runs the agent itself, no harness in between."""
+    _, tools = AGENT
+    return str(runtime.exec(text, tools=tools))
+
+
+AGENT = research_agent()
+
+
+def research_runtime(*adds: tuple[int, int]) -> Runtime:
+    registry, _ = AGENT
+    return Runtime(ScriptedProvider(research_script(*adds)), "m", registry=registry)
+
+
+def test_runs_of_an_entry_point_are_captured_as_a_tree() -> None:
+    runtime = research_runtime((1, 2))
+    with capture_runs() as runs:
+        assert plan_trip("plan it", runtime=runtime) == "outer answer"
+    assert isinstance(runs, CapturedRuns)
+    (tree,) = runs
+    assert tree.termination == "completed" and tree.final_text == "outer answer"
+    (nested,) = tree.children
+    assert nested.path == ("research",) and nested.final_text == "inner answer"
+    assert nested.tool_call_id == tree.trace.tool_calls[0].id
+    assert [t.termination for t in runs.traces] == ["completed", "completed"]
+    assert runs[0] is tree and runs[-1:] == [tree] and "1 outermost run(s), 2 in all" in repr(runs)
+
+
+def test_runs_outside_the_block_and_beside_it_are_not_captured() -> None:
+    before = research_runtime((1, 2))
+    plan_trip("before", runtime=before)
+    beside: list[str] = []
+
+    def elsewhere() -> None:  # a thread started without this context: a concurrent test
+        beside.append(plan_trip("beside", runtime=research_runtime((3, 4))))
+
+    with capture_runs() as runs:
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        plan_trip("inside", runtime=research_runtime((5, 6)))
+    plan_trip("after", runtime=research_runtime((7, 8)))
+    assert beside == ["outer answer"]
+    (tree,) = runs
+    assert tree.trace.messages[0].text == "inside"  # type: ignore[union-attr]
+    assert len(runs) == 1  # the block is closed: later runs stay out
+
+
+def test_asyncio_tasks_and_steering_are_seen() -> None:
+    runtime = Runtime(
+        ScriptedProvider([turn(call("add", {"a": 1, "b": 2}), call("add", {"a": 3, "b": 4})),
+                          "done"]),
+        "m",
+        registry=AGENT[0],
+    )  # fmt: skip
+    runtime.steer("only the first")
+
+    async def main() -> Any:
+        return await asyncio.create_task(runtime.aexec("add", tools=[AGENT[1][1]]))
+
+    with capture_runs() as runs:
+        asyncio.run(main())
+    (tree,) = runs
+    from openprogram_testing.rounds import split_rounds
+
+    origins = [a.origin for r in split_rounds(tree.trace) for a in r.arrivals]
+    assert origins == ["prompt", "steering"]  # the queued steering, known as handed over
+
+
+def test_a_run_that_ended_at_its_cap_shows_that_cap() -> None:
+    runtime = Runtime(
+        ScriptedProvider([turn(call("add", {"a": 1, "b": 2}))] * 2), "m", registry=AGENT[0]
+    )
+    with capture_runs() as runs:
+        runtime.exec("add", tools=[AGENT[1][1]], max_iterations=2)
+    (tree,) = runs
+    assert tree.termination == "max_iterations" and tree.trace.cap == 2
+
+
+def test_observe_all_refuses_what_it_cannot_call() -> None:
+    with pytest.raises(TypeError, match="observe_all"), Runtime.observe_all(42):  # type: ignore[arg-type]
+        pass
+
+
+APP = """
+from openprogram import Runtime
+from openprogram_testing import ScriptedProvider
+from tests.runtime._agents import research_agent, research_script
+
+REGISTRY, TOOLS = research_agent()
+
+
+def plan_trip(text, *, runtime):
+    return runtime.exec(text, tools=TOOLS)
+
+
+def test_entry_point():
+    runtime = Runtime(ScriptedProvider(research_script((1, 2))), "m", registry=REGISTRY)
+    assert plan_trip("plan", runtime=runtime) == "outer answer"
+
+
+def test_through_the_runner(exec_runner, scripted_provider):
+    scripted_provider.add(*research_script((1, 2)))
+    exec_runner.runtime.registry = REGISTRY
+    assert exec_runner("plan", tools=TOOLS).result == "outer answer"
+"""
+
+
+def test_the_report_shows_runs_no_runner_started(pytester: pytest.Pytester) -> None:
+    from pathlib import Path
+
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.syspathinsert(Path(__file__).resolve().parents[2])
+    pytester.makepyfile(test_app=APP)
+    out = pytester.path / "report.html"
+    result = pytester.runpytest("--openprogram-html", str(out), "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    found = re.findall(
+        r'<script type="application/json" id="([^"]+)">(.*?)</script>', out.read_text(), re.S
+    )
+    data = {key: json.loads(text) for key, text in found}
+    for row in data["summary"]:
+        assert row["runs"] == 1, row  # the entry point's run is there; the runner's is not doubled
+        (run,) = data[f"d-{row['i']}"]["runs"]
+        (lane,) = run["children"]
+        assert lane["label"].startswith("exec from research") and lane["call_id"]
+        assert run["behaviours"]["nested_exec"] == 1
