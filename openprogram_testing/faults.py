@@ -20,14 +20,14 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
 from openprogram.providers.wire import WireAPI
 
-from .wire import FORMATS, WireFormat, detect_format, eventstream, route
+from .wire import FORMATS, WireFormat, detect_format, eventstream, route, sse
 from .wire import anthropic as _anthropic
 from .wire import bedrock as _bedrock
 from .wire import gemini as _gemini
@@ -219,6 +219,23 @@ class MutableResponse:
         return [(delay, chunk) for delay, chunk in out if chunk or delay]
 
 
+def _terminal_flags(response: MutableResponse, frames: Sequence[Any]) -> list[bool]:
+    """Which of ``frames`` end the stream, in its wire format."""
+    wire = response.wire(frames)
+    return [response.is_terminal(wire, frame) for frame in frames]
+
+
+def _swallowed(frames: Sequence[Any]) -> list[int]:
+    """The frames no client reads: OpenAI Chat's ``data: [DONE]`` (the SDK swallows it)."""
+    return [i for i, f in enumerate(frames) if isinstance(f, str) and sse.is_done(f)]
+
+
+def _where(response: MutableResponse, frames: Sequence[Any]) -> str:
+    """The stream named for an error: its API and, when known, its endpoint."""
+    api = response.wire(frames).api
+    return f"the {api} stream of {response.path}" if response.path else f"the {api} stream"
+
+
 def _event_type(raw: bytes) -> str | None:
     try:
         return eventstream.decode_message(raw).event_type
@@ -259,8 +276,38 @@ class TruncateAfter(Mutation):
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
         _check_frame(self, self.n, frames, allow_end=True)
+        terminal = _terminal_flags(response, frames)
+        self.check_position(terminal, _where(response, frames), _swallowed(frames))
         response.set_frames(frames[: self.n])
         response.disconnect = response.disconnect or self.disconnect
+
+    def check_position(
+        self, terminal: Sequence[bool], where: str, swallowed: Collection[int] = ()
+    ) -> None:
+        """Refuse a cut the client cannot see.  ``terminal``: which frames end the stream;
+        ``swallowed``: those of them no client reads (Chat's ``[DONE]``).
+
+        A clean end must come at or before the last terminal frame a client reads: after it
+        the client holds a whole answer (dropping Chat's ``[DONE]`` alone changes nothing).  A
+        dropped connection must come at or before the last terminal frame, which clients read
+        up to.  A stream with no terminal frame is cut anywhere it loses a frame, or dropped
+        after its last one."""
+        ends = [i for i, flag in enumerate(terminal) if flag]
+        read = [i for i in ends if i not in swallowed]
+        count = len(terminal)
+        top = (ends if self.disconnect else read or ends)[-1] if ends else None
+        if top is not None and self.n > top:
+            kind = "a dropped connection" if self.disconnect else "a clean end"
+            raise FaultError(
+                f"{self!r}: {where} ends at frame {top} of {count} (a terminal frame); {kind} "
+                f"after it leaves the client a whole answer, so the fault would check nothing: "
+                f"cut after 0..{top} frames"
+            )
+        if top is None and self.n >= count and not self.disconnect:
+            raise FaultError(
+                f"{self!r}: {where} has {count} frames; keeping them all changes nothing the "
+                f"client sees: cut after 0..{count - 1} frames"
+            )
 
 
 @dataclass(frozen=True)
@@ -375,12 +422,24 @@ class InjectError(Mutation):
     def apply(self, response: MutableResponse) -> None:
         frames = response.frames(self)
         _check_frame(self, self.after_frame, frames, allow_end=True)
+        self.check_position(_terminal_flags(response, frames), _where(response, frames))
         api = response.wire(frames).api
         if frames and isinstance(frames[0], bytes):
             error: Any = _bedrock.inject_error(self.message, self.after_frame)
         else:
             error = _INJECTORS[api](self.message, self.after_frame)
         response.set_frames([*frames[: self.after_frame], error])
+
+    def check_position(self, terminal: Sequence[bool], where: str) -> None:
+        """Refuse an error placed after the stream's last terminal frame (``terminal``: which
+        frames end it): clients stop reading there and would never see it."""
+        ends = [i for i, flag in enumerate(terminal) if flag]
+        if ends and self.after_frame > ends[-1]:
+            raise FaultError(
+                f"{self!r}: {where} ends at frame {ends[-1]} of {len(terminal)} (its last "
+                "terminal frame); clients stop reading there, so an error after it would "
+                f"check nothing: put it after 0..{ends[-1]} frames"
+            )
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,9 @@ class _Unit:
 
     encode: Callable[[bool, bool], bytes]
     terminal: bool
+    done: bool = False
+    """Chat's ``data: [DONE]``: terminal, but swallowed by the SDKs (a cut before it alone
+    changes nothing a client sees)."""
 
 
 class CassetteResponse:
@@ -270,18 +273,21 @@ def render_plan(
         data = dumps([body] if json_array else body).encode()
         return _json_faults(Plan(headers=headers, body=data), faults)
     frames = list(wire.frames(turn, ctx))
-    if turn.ending == "drop":
-        faults = (*faults, TruncateAfter(len(frames), disconnect=True))
     framing = wire.framing
     units = [_rendered(framing, f) for f in frames]
-    return stream_plan(wire, units, framing.content_type, headers, faults)
+    plan = stream_plan(wire, units, framing.content_type, headers, faults)
+    if turn.ending == "drop":  # the content frames, then the connection drops
+        cut = plan.disconnect_after
+        plan.disconnect_after = len(frames) if cut is None else min(cut, len(frames))
+    return plan
 
 
 def _rendered(framing: Framing, frame: Frame) -> _Unit:
     if isinstance(framing, EventStream):
         stream = framing
         return _Unit(lambda c, b: stream.encode(frame, corrupt=c, bad_crc=b), frame.terminal)
-    return _Unit(lambda c, b: framing.encode(frame, corrupt=c), frame.terminal)
+    done = frame.data == "[DONE]"
+    return _Unit(lambda c, b: framing.encode(frame, corrupt=c), frame.terminal, done)
 
 
 def _json_faults(plan: Plan, faults: tuple[Mutation, ...]) -> Plan:
@@ -335,6 +341,9 @@ def stream_plan(
             raise FaultError(
                 f"{f!r}: frame index must be 0..{top}; the stream has {len(units)} frames"
             )
+        if isinstance(f, TruncateAfter):  # a cut past the end: the client would see none
+            swallowed = [i for i, u in enumerate(units) if u.done]
+            f.check_position([u.terminal for u in units], f"the {wire.api} stream", swallowed)
     plan = Plan(headers=headers, kind="stream", content_type=content_type)
     plan.frames = [u.encode(i in corrupt, i in bad_crc) for i, u in enumerate(units)]
     for f in faults:
@@ -375,7 +384,7 @@ def _sse_unit(wire: WireFormat, frame: str, newline: str) -> _Unit:
         text = sse.corrupt_frame(frame) if corrupt else frame
         return (text + "\n\n").replace("\n", newline).encode()
 
-    return _Unit(encode, wire.is_terminal(frame))
+    return _Unit(encode, wire.is_terminal(frame), sse.is_done(frame))
 
 
 def _message_unit(wire: WireFormat, raw: bytes) -> _Unit:

@@ -20,6 +20,7 @@ __all__ = [
     "frame_data",
     "frame_event",
     "frame_json",
+    "is_done",
     "is_sse",
     "join_frames",
     "json_frames",
@@ -59,6 +60,11 @@ def frame_data(frame: str) -> str | None:
     """The joined ``data:`` payload of a frame (``None`` when it has no data line)."""
     parts = [line[5:].removeprefix(" ") for line in frame.split("\n") if line.startswith("data:")]
     return "\n".join(parts) if parts else None
+
+
+def is_done(frame: str) -> bool:
+    """Whether a frame is OpenAI Chat's ``data: [DONE]`` (terminal, but the SDKs swallow it)."""
+    return (frame_data(frame) or "").strip() == "[DONE]"
 
 
 def frame_json(frame: str) -> Any:

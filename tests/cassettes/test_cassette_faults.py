@@ -60,7 +60,11 @@ def test_truncate_drop_corrupt() -> None:
     r = apply_mutations(response(BODY), [TruncateAfter(1)])
     assert split_frames(r.text) == ['event: a\ndata: {"n":1}']
     assert apply_mutations(response(BODY), [TruncateAfter(0)]).text == ""
-    assert apply_mutations(response(BODY), [TruncateAfter(3)]).text == BODY
+    assert (
+        apply_mutations(response(BODY), [TruncateAfter(2)]).text == BODY[: BODY.index("data: [D")]
+    )
+    with pytest.raises(FaultError, match=r"ends at frame 2 of 3 \(a terminal frame\)"):
+        apply_mutations(response(BODY), [TruncateAfter(3)])  # the whole body: no cut at all
     assert apply_mutations(response(BODY), [TruncateAfter(2, disconnect=True)]).disconnect
     assert "[DONE]" not in apply_mutations(response(BODY), [DropTerminal()]).text
     corrupted = split_frames(apply_mutations(response(BODY), [CorruptFrame(1)]).text)

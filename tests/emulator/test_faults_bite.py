@@ -16,11 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from openprogram_testing import faults
 from openprogram_testing.cassettes import CassetteError, use_cassette
+from openprogram_testing.cassettes.files import headers_as_lists
 from openprogram_testing.emulator import ProviderEmulator
 from openprogram_testing.faults import (
     CorruptCrc,
@@ -160,6 +162,8 @@ def emulators() -> Any:
 
 def _emulated(emulators: Any, api: str, fault: Mutation | None) -> Outcome:
     emulator, adapter = emulators[api]
+    if fault is None:  # the unfaulted run: remember how many frames its first answer had
+        _count_frames(emulator, ("emulator", api))
     script = turn(call("get_weather", {"city": "Paris"}), "Let me look.", chunk_size=4)
     try:
         emulator.add(script, faults=[fault] if fault is not None else [])
@@ -171,6 +175,45 @@ def _emulated(emulators: Any, api: str, fault: Mutation | None) -> Outcome:
     if len(emulator.violations) > seen:
         raise Refused(str(emulator.violations[seen]))
     return _outcome(trace, started)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The unfaulted first answer's frames: how many, and where its terminal frames are."""
+
+    count: int
+    read_end: int
+    """The last terminal frame a client reads (not Chat's ``[DONE]``, which the SDKs swallow)."""
+    last_end: int
+
+
+FRAMES: dict[tuple[str, str], Shape] = {}
+"""The shape of the unfaulted first answer per (side, API): where the positional edge cases
+put their cut or error."""
+
+
+def _shape(body: str | bytes, content_type: str, path: str) -> Shape:
+    if isinstance(body, bytes) and "event-stream" in content_type:
+        body = body.decode()
+    response = faults.MutableResponse(200, "OK", {"content-type": [content_type]}, body, path)
+    frames = response.frames("shape")
+    wire = response.wire(frames)
+    ends = [i for i, frame in enumerate(frames) if response.is_terminal(wire, frame)]
+    read = [i for i in ends if not (isinstance(frames[i], str) and "[DONE]" in frames[i])]
+    return Shape(len(frames), read[-1], ends[-1])
+
+
+def _count_frames(emulator: ProviderEmulator, key: tuple[str, str]) -> None:
+    plan = emulator.plan
+
+    def counting(method: str, target: str, *args: Any) -> Any:
+        planned = plan(method, target, *args)
+        body = b"".join(planned.frames)
+        FRAMES.setdefault(key, _shape(body, planned.content_type, target))
+        emulator.plan = plan  # type: ignore[method-assign]
+        return planned
+
+    emulator.plan = counting  # type: ignore[method-assign]
 
 
 # -- the cassette side ------------------------------------------------------------------------
@@ -193,6 +236,11 @@ def _replayed(adapters: Any, api: str, fault: Mutation | None) -> Outcome:
     serve = session.serve
 
     def counting(index: int, recorded: dict[str, Any], uri: str) -> dict[str, Any]:
+        if index == 0 and fault is None:
+            headers = headers_as_lists(recorded["headers"])
+            ctype = next((v[0] for k, v in headers.items() if k.lower() == "content-type"), "")
+            shape = _shape(recorded["body"]["string"], ctype, urlsplit(uri).path)
+            FRAMES.setdefault(("cassette", api), shape)
         served = serve(index, recorded, uri)
         pieces.append(len(served["_pieces"]))
         return served
@@ -243,6 +291,87 @@ def _baseline(side: str, api: str, run: Any) -> Outcome:
     baseline = _BASELINES[side, api]
     assert baseline.termination == "completed" and baseline.calls, baseline
     return baseline
+
+
+POSITIONAL: dict[str, Any] = {
+    "TruncateAfter(frame count)": lambda shape: TruncateAfter(shape.count),
+    "TruncateAfter(frame count, disconnect)": lambda s: TruncateAfter(s.count, disconnect=True),
+    "TruncateAfter(past the end)": lambda shape: TruncateAfter(shape.count + 1),
+    "TruncateAfter(keeps the terminal frame)": lambda shape: TruncateAfter(shape.read_end + 1),
+    "TruncateAfter(after the terminal frame, disconnect)": lambda s: TruncateAfter(
+        s.last_end + 1, disconnect=True
+    ),
+    "InjectError(after the terminal frame)": lambda shape: InjectError(shape.last_end + 1),
+    "InjectError(past the end)": lambda shape: InjectError(shape.count + 1),
+}
+"""The positional edge cases: a cut that keeps every frame (or the terminal one the client
+reads), a dropped connection or an error after the stream's last terminal frame.  Served, each
+would leave the client a whole answer (a test that believes it tested a cut stream while the
+client saw none): they must be refused."""
+
+BOUNDARY: dict[str, Any] = {
+    "TruncateAfter(before the terminal frame)": lambda shape: TruncateAfter(shape.read_end),
+    "TruncateAfter(before the last terminal frame, disconnect)": lambda s: TruncateAfter(
+        s.last_end, disconnect=True
+    ),
+    "InjectError(instead of the last terminal frame)": lambda shape: InjectError(shape.last_end),
+}
+"""The latest positions that are served: each must still bite (the refusal is not too eager)."""
+
+
+def _side(emulators: Any, adapters: Any, side: str, api: str) -> Any:
+    if side == "emulator":
+        return lambda f: _emulated(emulators, api, f)
+    return lambda f: _replayed(adapters, api, f)
+
+
+@pytest.mark.parametrize(
+    ("side", "api", "name"),
+    [
+        pytest.param(side, api, name, id=f"{side}-{api}-{name}")
+        for name in POSITIONAL
+        for api in APIS
+        for side in ("emulator", "cassette")
+        if side == "emulator" or api in CASSETTES
+    ],
+)
+def test_a_cut_or_error_past_the_end_is_refused(
+    emulators: Any, adapters: Any, side: str, api: str, name: str
+) -> None:
+    run = _side(emulators, adapters, side, api)
+    baseline = _baseline(side, api, run)
+    fault = POSITIONAL[name](FRAMES[side, api])
+    try:
+        faulted = run(fault)
+    except Refused as refusal:
+        assert repr(fault) in str(refusal), refusal
+        return
+    raise AssertionError(
+        f"{fault!r} on {api} ({side}, {FRAMES[side, api]}) was served, not refused; "
+        f"the client saw {'the same run' if not faulted.differs_from(baseline, fault) else faulted}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("side", "api", "name"),
+    [
+        pytest.param(side, api, name, id=f"{side}-{api}-{name}")
+        for name in BOUNDARY
+        for api in APIS
+        for side in ("emulator", "cassette")
+        if side == "emulator" or api in CASSETTES
+    ],
+)
+def test_a_cut_or_error_at_the_last_place_served_still_bites(
+    emulators: Any, adapters: Any, side: str, api: str, name: str
+) -> None:
+    run = _side(emulators, adapters, side, api)
+    baseline = _baseline(side, api, run)
+    fault = BOUNDARY[name](FRAMES[side, api])
+    faulted = run(fault)
+    assert faulted.differs_from(baseline, fault), (
+        f"{fault!r} on {api} ({side}, {FRAMES[side, api]}) changed nothing the adapter saw"
+    )
 
 
 @pytest.mark.parametrize(("side", "api", "fault"), CASES)

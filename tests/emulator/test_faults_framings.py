@@ -58,14 +58,23 @@ def terminal(response: MutableResponse, frame: Any) -> bool:
 
 @pytest.mark.parametrize("path", EVENT_STREAMS)
 def test_truncate_at_every_frame_of_an_event_stream(path):
-    total = len(messages(recorded(path)))
+    """A cut at or before the last terminal frame (``metadata``: the adapters read it); later,
+    the client has its whole answer and the cut is refused."""
+    whole = messages(recorded(path))
+    total = len(whole)
+    ends = [i for i, m in enumerate(whole) if terminal(recorded(path), m)]
     for k in range(total + 1):
-        response = apply_mutations(recorded(path), [TruncateAfter(k)])
-        cut = messages(response)
-        assert len(cut) == k
-        assert [eventstream.decode_message(m).headers for m in cut] == [
-            eventstream.decode_message(m).headers for m in messages(recorded(path))[:k]
-        ]
+        for disconnect in (False, True):
+            fault = TruncateAfter(k, disconnect=disconnect)
+            if k > ends[-1]:
+                with pytest.raises(FaultError, match=r"ends at frame \d+ of \d+ \(a terminal"):
+                    apply_mutations(recorded(path), [fault])
+                continue
+            cut = messages(apply_mutations(recorded(path), [fault]))
+            assert len(cut) == k
+            assert [eventstream.decode_message(m).headers for m in cut] == [
+                eventstream.decode_message(m).headers for m in whole[:k]
+            ]
     with pytest.raises(FaultError, match="frame index must be"):
         apply_mutations(recorded(path), [TruncateAfter(total + 1)])
 
@@ -121,8 +130,8 @@ def test_sse_mutations_keep_geminis_crlf_framing():
     original = recorded(GEMINI)
     frames = sse.split_frames(original.text)
     assert "\r\n" in original.text and frames
-    cut = apply_mutations(recorded(GEMINI), [TruncateAfter(1)])
-    assert cut.text == frames[0].replace("\n", "\r\n") + "\r\n\r\n"
+    injected = apply_mutations(recorded(GEMINI), [InjectError(0, "overloaded")])
+    assert injected.text.endswith("}\r\n\r\n") and "\n\n" not in injected.text
     dropped = apply_mutations(recorded(GEMINI), [DropTerminal()])
     assert len(sse.split_frames(dropped.text)) == len(frames) - 1
     assert "finishReason" not in dropped.text
@@ -145,11 +154,16 @@ def test_inject_error_into_an_event_stream(path):
 
 
 def test_inject_error_into_a_gemini_stream():
-    response = apply_mutations(recorded(GEMINI), [InjectError(1, "overloaded")])
+    """The recording is one frame, its terminal one: the error takes its place; after it, the
+    client would have stopped reading (refused)."""
+    response = apply_mutations(recorded(GEMINI), [InjectError(0, "overloaded")])
     frames = sse.split_frames(response.text)
-    assert len(frames) == 2 and response.text.endswith("\r\n\r\n")
-    error = json.loads(sse.frame_data(frames[1]) or "")["error"]
+    assert len(frames) == 1 and response.text.endswith("\r\n\r\n")
+    error = json.loads(sse.frame_data(frames[0]) or "")["error"]
     assert error == {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}
+    for fault in (InjectError(1), TruncateAfter(1), TruncateAfter(1, disconnect=True)):
+        with pytest.raises(FaultError, match=r"ends at frame 0 of 1 \(.*terminal frame\)"):
+            apply_mutations(recorded(GEMINI), [fault])
 
 
 def test_garble_tool_arguments_of_a_converse_stream():
