@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openprogram.events import ToolExecutionStart
 from openprogram.texts import clip as clip_text
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..cassettes.redaction import Redactor
     from ..recording import Annotation, HttpExchange
     from ..trace import LoopTrace
+    from ..tree import TraceTree
 
 TEXT_LIMIT = 20_000
 """Characters kept of any one text in a record; the rest is replaced by a note of its length."""
@@ -165,8 +166,13 @@ def _annotations(r: Round, notes: list[Annotation], after: list[int]) -> list[di
     return out
 
 
-def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
-    """The JSON-ready record of one run (and, for a trace tree, its nested runs as lanes)."""
+def trace_record(trace: LoopTrace | TraceTree, *, label: str = "run") -> dict[str, Any]:
+    """The JSON-ready record of one run (and, for a trace tree, its nested runs as lanes, each
+    with the id of the tool call that started it)."""
+    tree: Any = trace
+    if not hasattr(tree, "events") and hasattr(tree, "trace"):  # a TraceTree node
+        trace = tree.trace
+    trace = cast("LoopTrace", trace)
     rounds = split_rounds(trace)
     notes = sorted(trace.annotations, key=lambda n: n.event_index)  # stable: kept in order
     after = [note.event_index - 1 for note in notes]
@@ -198,8 +204,9 @@ def trace_record(trace: LoopTrace, *, label: str = "run") -> dict[str, Any]:
     }
     if trace.system_prompt:
         record["system_prompt"] = clip(trace.system_prompt)
-    for node, child in child_traces(trace):
-        lane = trace_record(child, label=_child_label(node))
+    for node, child in child_traces(tree):
+        # a tree node carries its own nested runs; a bare trace is a leaf
+        lane = trace_record(node if node is not child else child, label=_child_label(node))
         call_id = getattr(node, "tool_call_id", None) or getattr(node, "call_id", None)
         if call_id:
             lane["call_id"] = str(call_id)  # drawn at that tool call of the parent's rounds

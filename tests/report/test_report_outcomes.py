@@ -120,6 +120,11 @@ def test_a_nested_run_names_the_tool_call_that_started_it() -> None:
     call_id = tree.trace.tool_calls[0].id
     assert lane["call_id"] == call_id
     assert [t["id"] for t in record["rounds"][0]["tools"]] == [call_id]
+    # the same from the trace tree itself
+    whole = trace_record(tree)
+    assert whole["final_text"] == "outer answer"
+    (child,) = whole["children"]
+    assert child["call_id"] == call_id and child["final_text"] == "inner answer"
 
 
 def test_a_run_announced_twice_is_recorded_once() -> None:
