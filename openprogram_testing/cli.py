@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import typer
 
-    from . import recording_commands  # noqa: F401  (registers scaffold and diff on the app)
+    # importing these registers their commands on the app: scaffold and diff, report merge
+    from . import recording_commands, shards  # noqa: F401
     from .commands import UsageProblem, app, err
 
     if not faulthandler.is_enabled():  # a crash of trusted scenario code (os.abort in a
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 def __getattr__(name: str) -> object:
     """``openprogram_testing.cli.app``: the typer application, imported on first use."""
     if name == "app":
-        from . import recording_commands  # noqa: F401  (registers scaffold and diff)
+        from . import recording_commands, shards  # noqa: F401  (register their commands)
         from .commands import app
 
         return app

@@ -102,6 +102,11 @@ def pytest_args(
     update_snapshots: bool = False,
     import_roots: list[Path] | None = None,
     selection_file: Path | None = None,
+    timelines: bool = False,
+    results: bool = False,
+    records: Path | None = None,
+    shard: str | None = None,
+    roots: list[Path] | None = None,
 ) -> list[str]:
     """The pytest command line that runs ``files`` as ``run`` was asked to.
 
@@ -111,7 +116,10 @@ def pytest_args(
     if selection_file is not None:
         selection = Selection.of(files)
         selection.write(selection_file)
-        args = [str(r) for r in selection.roots()] + [SELECTION_OPTION, str(selection_file)]
+        # ``roots``: a shard passes the whole suite's, so pytest's rootdir and the test ids
+        # are the same in every shard as in the unsharded run
+        folders = roots if roots is not None else selection.roots()
+        args = [str(r) for r in folders] + [SELECTION_OPTION, str(selection_file)]
     else:
         args = [str(f) for f in files]
     # Files named explicitly are scenarios whatever their name: let the collector take them.
@@ -119,6 +127,10 @@ def pytest_args(
     if extra:
         args += ["-o", "openprogram_scenarios=" + "\n".join(extra)]
     args += ["-p", "no:terminal", "-p", "no:cacheprovider", "--openprogram-scenario-details"]
+    if timelines:  # a passing scenario's timeline is rendered only to be printed
+        args.append("--openprogram-scenario-timelines")
+    if results:  # and its result JSON (every event) only to be written
+        args.append("--openprogram-scenario-results")
     # Deprecation notices of other plugins' configuration are not about the scenarios.
     args += ["-W", "ignore::pytest.PytestDeprecationWarning"]
     if keyword:
@@ -135,6 +147,10 @@ def pytest_args(
         args.append(f"--openprogram-coverage-fail-under={fail_under:g}")
     if update_snapshots:
         args.append("--snapshot-update")
+    if records is not None:
+        args.append(f"--openprogram-records={records}")
+    if shard is not None:
+        args.append(f"--openprogram-records-shard={shard}")
     args += [f"--openprogram-import-root={root}" for root in import_roots or ()]
     return args
 
@@ -185,6 +201,12 @@ def run(
         bool, typer.Option("-v", "--verbose", help="Print the timeline of every scenario.")
     ] = False,
     import_root: ImportRoots = None,
+    shard: Annotated[
+        str | None, typer.Option("--shard", help="Run shard I of N (I/N) of the files (CI jobs).")
+    ] = None,
+    records: Annotated[
+        Path | None, typer.Option("--records", help="Write the run records for `report merge`.")
+    ] = None,
 ) -> None:
     """Run scenarios through pytest and print a report; exit 1 if any failed."""
     import pytest
@@ -200,7 +222,21 @@ def run(
         )
     if workers > 1 and not _has("xdist"):
         raise UsageProblem("-n needs pytest-xdist: pip install pytest-xdist")
-    for target, what in ((html, "the HTML report"), (results_dir, "the results folder")):
+    chosen, suite_roots = None, None
+    if shard is not None:
+        from .shards import empty_shard, select
+
+        chosen = select(files, shard)
+        suite_roots = Selection.of(files).roots()
+        files = chosen.files
+        if not files:  # more shards than files: this one has nothing to run, and says so
+            empty_shard(chosen, records)
+            return
+    for target, what in (
+        (html, "the HTML report"),
+        (results_dir, "the results folder"),
+        (records, "the run records"),
+    ):
         if target is not None:
             try:
                 writable_target(target, what)
@@ -218,6 +254,11 @@ def run(
         update_snapshots=update_snapshots,
         import_roots=import_root,
         selection_file=Path(selection_dir.name) / "selected.txt",
+        timelines=verbose,
+        results=results_dir is not None,
+        records=records,
+        shard=chosen.option if chosen is not None else None,
+        roots=suite_roots,
     )
     reporter = ScenarioReporter(out, err, verbose=verbose)
     try:

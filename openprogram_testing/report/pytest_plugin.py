@@ -7,7 +7,9 @@ Options (all off by default, and nothing is recorded unless one is given):
 - ``--openprogram-coverage-fail-under=PCT``: fail the session when coverage is below PCT;
 - ``--openprogram-usage``: print each test's token usage and model calls at the end;
 - ``--openprogram-prices=FILE``: a price table (JSON or YAML, per model, per million tokens)
-  that adds each test's cost to the usage table and the HTML report.
+  that adds each test's cost to the usage table and the HTML report;
+- ``--openprogram-records=FILE``: the session's tests and runs as JSON, which
+  ``openprogram-testing report merge`` combines with other sessions' (shards of one suite).
 
 Every finished trace of a test (``run_loop``, ``loop_runner``, scenarios, trace trees) reaches
 a trace listener installed around the test, and every run of a ``Runtime`` made in the test
@@ -67,11 +69,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "per million tokens) for the costs in the usage table and the HTML report.",
     )
     group.addoption(
+        "--openprogram-records",
+        metavar="FILE",
+        default=None,
+        help="Write the session's tests and run records as JSON to FILE, for "
+        "`openprogram-testing report merge` (one report from several sessions or shards).",
+    )
+    group.addoption(
+        "--openprogram-records-shard",
+        metavar="I/N/SUITE",
+        default=None,
+        help="Mark the records as shard I of N of the suite SUITE (set by "
+        "`openprogram-testing run --shard`).",
+    )
+    group.addoption(
         "--openprogram-scenario-details",
         action="store_true",
         default=False,
-        help="Attach each scenario's result (timeline, JSON) to its test report "
-        "(used by openprogram-testing run).",
+        help="Attach each scenario's outcome (termination, model calls, failures) to its test "
+        "report (used by openprogram-testing run).",
+    )
+    group.addoption(
+        "--openprogram-scenario-timelines",
+        action="store_true",
+        default=False,
+        help="With --openprogram-scenario-details: attach the timeline of every scenario, "
+        "passing ones too (openprogram-testing run -v).",
+    )
+    group.addoption(
+        "--openprogram-scenario-results",
+        action="store_true",
+        default=False,
+        help="With --openprogram-scenario-details: attach each scenario's result JSON "
+        "(openprogram-testing run --results-dir).",
     )
 
 
@@ -94,24 +124,31 @@ def wanted(config: pytest.Config) -> bool:
         or config.getoption("--openprogram-coverage", default=False)
         or config.getoption("--openprogram-coverage-fail-under", default=None) is not None
         or config.getoption("--openprogram-usage", default=False)
+        or config.getoption("--openprogram-records", default=None)
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    target = config.getoption("--openprogram-html", default=None)
-    if target:
-        from ..paths import OutsideProject, writable_target
+    for option, what in (("--openprogram-html", "the HTML report"),
+                         ("--openprogram-records", "the run records")):  # fmt: skip
+        target = config.getoption(option, default=None)
+        if target:
+            from ..paths import OutsideProject, writable_target
 
-        try:  # refused before anything runs, not after the whole session
-            writable_target(Path(target), "the HTML report")
-        except OutsideProject as exc:
-            raise pytest.UsageError(str(exc)) from None
+            try:  # refused before anything runs, not after the whole session
+                writable_target(Path(target), what)
+            except OutsideProject as exc:
+                raise pytest.UsageError(str(exc)) from None
     if wanted(config):
         config.pluginmanager.register(RunRecorder(), "openprogram-run-recorder")
         if not hasattr(config, "workerinput"):  # the controller (or a session without xdist)
             config.pluginmanager.register(SessionReport(config), PLUGIN_NAME)
     if config.getoption("--openprogram-scenario-details", default=False):
-        config.pluginmanager.register(ScenarioDetails(), "openprogram-scenario-details")
+        details = ScenarioDetails(
+            timelines=bool(config.getoption("--openprogram-scenario-timelines", default=False)),
+            results=bool(config.getoption("--openprogram-scenario-results", default=False)),
+        )
+        config.pluginmanager.register(details, "openprogram-scenario-details")
 
 
 class RunRecorder:
@@ -179,7 +216,16 @@ class RunRecorder:
 
 
 class ScenarioDetails:
-    """Puts a scenario's result on its call report (it survives pytest-xdist's transport)."""
+    """Puts a scenario's result on its call report (it survives pytest-xdist's transport).
+
+    Only what the command will show travels: the timeline of a passing scenario when it
+    prints timelines (``-v``; a failure's timeline is in its failure text already) and the
+    result JSON when it writes result files.  Both are most of the cost of a passing
+    scenario otherwise (the JSON holds every event)."""
+
+    def __init__(self, *, timelines: bool = True, results: bool = True) -> None:
+        self.timelines = timelines
+        self.results = results
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -189,20 +235,23 @@ class ScenarioDetails:
         if call.when == "call":
             from openprogram.texts import whole_values
 
-            details = scenario_details(item)
+            details = scenario_details(item, timeline=self.timelines, result=self.results)
             if details is not None:
                 report.openprogram_scenario = whole_values(details)  # type: ignore[attr-defined]
         return report
 
 
-def scenario_details(item: pytest.Item) -> dict[str, Any] | None:
+def scenario_details(
+    item: pytest.Item, *, timeline: bool = True, result: bool = True
+) -> dict[str, Any] | None:
     """What the command line shows of a scenario item: name, file, whether the file was
-    invalid, and the result (termination, model calls, timeline, JSON)."""
+    invalid, and the result (termination, model calls, failures; the timeline and the
+    result JSON when ``timeline`` and ``result`` ask for them)."""
     from ..collect import ScenarioItem
 
     if not isinstance(item, ScenarioItem):
         return None
-    result = item.result
+    ran = item.result
     details: dict[str, Any] = {
         "name": item.name,
         "path": str(item.path),
@@ -213,15 +262,15 @@ def scenario_details(item: pytest.Item) -> dict[str, Any] | None:
         "timeline": "",
         "result": None,
     }
-    if result is not None:
-        trace = result.trace
+    if ran is not None:
+        trace = ran.trace
         details.update(
             termination=getattr(trace, "termination", None),
             model_calls=getattr(trace, "model_calls", None),
-            snapshot_written=result.snapshot_written,
-            timeline=result.timeline,
-            result=result.to_dict(),
-            failures=list(result.failures),
+            snapshot_written=ran.snapshot_written,
+            timeline=ran.timeline if timeline else "",
+            result=ran.to_dict() if result else None,
+            failures=list(ran.failures),
         )
     return details
 
@@ -236,6 +285,7 @@ class SessionReport:
         self.html: Path | None = None
         self.coverage: Any = None
         self.below: str | None = None
+        self.shard = _shard(config.getoption("--openprogram-records-shard", default=None))
         self.prices: Any = None
         source = config.getoption("--openprogram-prices", default=None)
         if source:
@@ -297,16 +347,17 @@ class SessionReport:
                 title="OpenProgram test report",
                 prices=self.prices,
             )
+        records = self.config.getoption("--openprogram-records", default=None)
+        if records:
+            from .merge import Records
+
+            Records(tests=tests, shard=self.shard).write(records)
         threshold = self.config.getoption("--openprogram-coverage-fail-under", default=None)
-        if threshold is not None and self.coverage.percent < threshold:
-            self.below = (
-                f"loop-behaviour coverage {self.coverage.percent:.1f} % is below the required "
-                f"{threshold:g} % (never exercised: "
-                + ", ".join(b.name for b in self.coverage.missing)
-                + ")"
-            )
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        from .merge import below_threshold
+
+        self.below = below_threshold(self.coverage, threshold)
+        if self.below and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
@@ -328,6 +379,26 @@ class SessionReport:
                     )
         if self.html is not None:
             tr.write_line(f"openprogram HTML report: {self.html}")
+
+
+def _shard(raw: str | None) -> Any:
+    """The ``Shard`` that ``--openprogram-records-shard I/N/SUITE[/FILES]`` names."""
+    if not raw:
+        return None
+    from .merge import Shard
+
+    parts = raw.split("/")
+    try:
+        index, count = int(parts[0]), int(parts[1])
+        suite = parts[2]
+        files = int(parts[3]) if len(parts) > 3 else 0
+    except (IndexError, ValueError):
+        raise pytest.UsageError(
+            f"--openprogram-records-shard: expected I/N/SUITE[/FILES], got {raw!r}"
+        ) from None
+    if not 1 <= index <= count or not suite or files < 0:
+        raise pytest.UsageError(f"--openprogram-records-shard: {raw!r} is not shard I of N")
+    return Shard(index, count, suite, files)
 
 
 __all__ = [

@@ -5,8 +5,9 @@ finds every problem that ``run`` would, without running anything).
   imported tools, and the menus nested runs offer, read by ``menus``), or marks
   ``unknown_tool: true``; nested runs and ``tool_choice`` name declared tools;
   ``steering[].run`` and ``expect.runs`` name runs the scenario can start;
-- tool parameter schemas are valid JSON Schema (checked once per distinct schema, so a
-  scenario with 200,000 tools sharing a few schemas validates in linear time);
+- tool parameter schemas are valid JSON Schema (checked once per distinct schema in a
+  process, so a scenario with 200,000 tools sharing a few schemas validates in linear time,
+  and a suite whose files declare the same tools pays the metaschema walk once);
 - ``import:`` and ``runtime:`` paths import and give what they must (see ``imports``);
 - the cassette: its path stays inside the scenario's root, is a regular file other than the
   scenario itself, loads, and every interaction or frame index of a fault exists in it.
@@ -218,30 +219,60 @@ def _check_run_paths(scenario: Scenario, menus: Menus, found: Found) -> None:
                 )
 
 
-def _check_schemas(scenario: Scenario, found: Found) -> None:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+SCHEMA_VERDICTS_KEPT = 4_096
+"""Distinct tool schemas whose metaschema verdict a process keeps (then it starts over)."""
 
-    verdicts: dict[str, str | None] = {}
+_SCHEMA_VERDICTS: dict[str, str | None] = {}
+"""Canonical JSON of a tool's parameter schema → why it is not a valid JSON Schema (``None``:
+valid).  The verdict depends on the schema's JSON alone, and the metaschema walk is the
+largest part of loading a small scenario, so a suite pays it once per distinct schema."""
+
+
+def _check_schemas(scenario: Scenario, found: Found) -> None:
     for i, tool in enumerate(scenario.tools):
         if tool.import_ is not None:
             continue
         try:
-            key = json.dumps(tool.parameters, sort_keys=True, default=repr)
+            # sorted JSON: one key for one JSON document, whatever the order of its keys
+            key: str | None = json.dumps(tool.parameters, sort_keys=True, default=_not_json)
+        except _NotJSON:  # a YAML date or the like: checked as it is, never shared
+            key = None
         except (TypeError, ValueError, RecursionError):
             found.append((("tools", i, "parameters"), "not a JSON Schema (not JSON data)"))
             continue
-        if key not in verdicts:
-            try:
-                Draft202012Validator.check_schema(tool.parameters)
-                verdicts[key] = None
-            except SchemaError as exc:
-                verdicts[key] = f"not a valid JSON Schema: {exc.message}"
-            except RecursionError:
-                verdicts[key] = "not a valid JSON Schema: nested too deeply"
-        verdict = verdicts[key]
+        if key is None:
+            verdict = _schema_verdict(tool.parameters)
+        elif key in _SCHEMA_VERDICTS:
+            verdict = _SCHEMA_VERDICTS[key]
+        else:
+            verdict = _schema_verdict(tool.parameters)
+            if len(_SCHEMA_VERDICTS) >= SCHEMA_VERDICTS_KEPT:
+                _SCHEMA_VERDICTS.clear()
+            _SCHEMA_VERDICTS[key] = verdict
         if verdict is not None:
             found.append((("tools", i, "parameters"), verdict))
+
+
+class _NotJSON(Exception):
+    """A value JSON has no type for: its verdict is not keyed by text it shares with others."""
+
+
+def _not_json(value: Any) -> Any:
+    raise _NotJSON
+
+
+def _schema_verdict(schema: Any) -> str | None:
+    """Why ``schema`` is not a valid Draft 2020-12 JSON Schema, or ``None``."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"not a valid JSON Schema: {exc.message}"
+    except RecursionError:
+        return "not a valid JSON Schema: nested too deeply"
+    return None
 
 
 def cassette_file(scenario: Scenario) -> tuple[Path | None, str | None]:

@@ -40,22 +40,36 @@ class ScenarioResult:
 
     ``trace`` is the outermost run's ``LoopTrace``; a scenario run through ``Runtime.exec``
     also has its ``tree`` (a ``TraceTree``: ``result.tree["plan/compare"]``), which the
-    timeline and the snapshot show whole."""
+    timeline and the snapshot show whole.  The ``timeline`` text is rendered when first read
+    (a failure, ``-v``, a result file), not for every passing scenario of a suite."""
 
     name: str
     path: str | None
     passed: bool
     failures: list[str] = field(default_factory=list)
     trace: Any = None
-    timeline: str = ""
     duration_s: float = 0.0
     snapshot_written: bool = False
     tree: Any = None
+    _timeline: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # one runaway value (a 20 MB reply quoted by an expectation) must not become a 20 MB
         # failure message, terminal block and report: every line is clipped, with the count cut
         self.failures = [clip(f, FAILURE_LIMIT) for f in self.failures]
+
+    @property
+    def timeline(self) -> str:
+        """The run's timeline as text (every lane of a tree of runs; empty without a run)."""
+        if self._timeline is None:
+            ran = self.tree if self.tree is not None else self.trace
+            if ran is None:
+                self._timeline = ""
+            else:
+                from ..trace import render_timeline
+
+                self._timeline = render_timeline(ran)
+        return self._timeline
 
     @property
     def failure_text(self) -> str:
@@ -172,8 +186,6 @@ async def arun_scenario(
         trace, provider, failures = task.result()
     except Exception as exc:
         return failed(f"the run raised {type(exc).__name__}: {_text(exc)}")
-    from ..trace import render_timeline
-
     if provider is not None:
         try:
             provider.assert_complete()
@@ -202,7 +214,6 @@ async def arun_scenario(
         passed=not failures,
         failures=failures,
         trace=tree.trace if tree is not None else trace,
-        timeline=render_timeline(trace),
         duration_s=time.perf_counter() - started,
         snapshot_written=written,
         tree=tree,

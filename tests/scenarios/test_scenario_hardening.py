@@ -16,6 +16,7 @@ import pytest
 
 from openprogram_testing.scenarios import (
     ScenarioError,
+    checks,
     load_scenario,
     parse_scenario,
     run_scenario,
@@ -360,6 +361,7 @@ def test_schemas_are_checked_once_per_distinct_schema(monkeypatch: pytest.Monkey
         original(cls, schema)
 
     monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(counting))
+    monkeypatch.setattr(checks, "_SCHEMA_VERDICTS", {})  # none remembered from other tests
     tools = "".join(
         f"  - {{name: t{i}, parameters: {{type: object, properties: {{q{i % 3}: {{type: string}}}}}}}}\n"
         for i in range(3000)
