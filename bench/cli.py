@@ -31,6 +31,7 @@ ALL_WORKLOADS = (
     "W7",
     "W8",
     "W9",
+    "W10",
     "import",
 )
 
@@ -188,6 +189,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         progress("W8")
         for key, rows in (await workloads.w8(cfg)).items():
             put(key, rows)
+    if "W10" in wanted:
+        progress("W10")
+        if not cfg.subprocesses:
+            results["pending"]["W10"] = "W10 runs each configuration in a fresh interpreter"
+        else:
+            from . import scenario_suite
+
+            for key, rows in (await scenario_suite.w10(cfg, args.clock)).items():
+                report.WORKLOADS.setdefault(key, report.w10_title(key))
+                put(key, rows)
     if "import" in wanted and cfg.subprocesses:
         progress("import")
         names_i = ["openprogram", "openprogram_testing", *[p for p in PEERS if p in loaded]]

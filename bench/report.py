@@ -28,6 +28,21 @@ WORKLOADS: dict[str, tuple[str, str, bool]] = {
 }
 """key → (title, unit, lower is better)."""
 
+
+def w10_title(key: str) -> tuple[str, str, bool]:
+    """The ``WORKLOADS`` entry of a W10 row set (its size is in the key)."""
+    n = int(key.rsplit("-", 1)[1])
+    if key.startswith("W10-parallel-"):
+        what = f"{n:,} YAML scenarios: one process, pytest-xdist -n 2, 2 shards + merge"
+    else:
+        what = f"{n:,} YAML scenarios: openprogram-testing run, pytest, loop_runner tests"
+    return what, "ms/scenario", True
+
+
+for _n in (100, 1000, 5000):
+    WORKLOADS[f"W10-{_n}"] = w10_title(f"W10-{_n}")
+WORKLOADS["W10-parallel-1000"] = w10_title("W10-parallel-1000")
+
 TARGETS: list[tuple[str, str, str, float, float | None]] = [
     # (label, workload, field, limit, aim); lower-is-better workloads compare value <= limit.
     # The row is ours (for "import": the package named by the label's second word).
@@ -46,7 +61,15 @@ TARGETS: list[tuple[str, str, str, float, float | None]] = [
     ("import openprogram_testing ms", "import", "median", 150.0, None),
     ("W6 examples/s", "W6", "median", 600.0, None),
     ("W9 schema-derived examples/s", "W9", "median", 300.0, None),
+    ("W10 run / loop_runner tests (1,000 scenarios)", "W10-1000", "x_loop_runner", 1.5, None),
+    ("W10 run -n 2 / one process (1,000 scenarios)", "W10-parallel-1000", "x_serial", 0.6, None),
 ]
+
+TARGET_ROWS = {
+    "W10 run / loop_runner tests (1,000 scenarios)": "openprogram-testing run",
+    "W10 run -n 2 / one process (1,000 scenarios)": "openprogram-testing run -n 2",
+}
+"""Targets judged on a row other than ``openprogram``'s."""
 
 
 def _cost(value: float, lower_is_better: bool) -> float:
@@ -78,7 +101,7 @@ def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for label, key, field, limit, aim in TARGETS:
         wl = results["workloads"].get(key)
-        row_name = OURS if key != "import" else label.split()[1]
+        row_name = TARGET_ROWS.get(label) or (OURS if key != "import" else label.split()[1])
         row = wl["results"].get(row_name) if wl else None
         if row is None:
             reason = results.get("pending", {}).get(key, "not run")

@@ -37,6 +37,9 @@ class Settings:
     w7_tool_rounds: int = 10
     w7_samples: int = 5
     w8_sizes: tuple[int, ...] = (1, 100, 1000)
+    w10_sizes: tuple[int, ...] = (100, 1000, 5000)
+    w10_samples: int = 3
+    w10_parallel_size: int = 1000  # 0: no xdist and shard rows
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,6 +58,9 @@ SMOKE = Settings(
     w7_tool_rounds=3,
     w7_samples=2,
     w8_sizes=(1, 10),
+    w10_sizes=(2, 4),
+    w10_samples=1,
+    w10_parallel_size=0,
 )
 """Tiny counts: proves every configuration still runs its loop (CI), measures nothing."""
 

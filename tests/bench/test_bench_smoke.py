@@ -216,3 +216,37 @@ def test_the_exec_path_comparison_runs_both_paths() -> None:
 
     loop_path()
     exec_path()
+
+
+def test_w10_suites_and_the_scaling_exponent(tmp_path: Path) -> None:
+    from bench import scenario_suite
+
+    suite = scenario_suite.make_suite(tmp_path, 12)
+    files = sorted(suite.scenarios.iterdir())
+    assert len(files) == 12 and files[0].name == "scenario_00.yaml"
+    assert files[0].read_text() == scenario_suite.SCENARIO.read_text()
+    assert "range(12)" in suite.tests.read_text()
+    assert scenario_suite.slope([(100, 1.0), (1000, 10.0), (5000, 50.0)]) == pytest.approx(1.0)
+    assert scenario_suite.slope([(100, 1.0), (1000, 100.0)]) == pytest.approx(2.0)
+    assert scenario_suite.slope([(100, 1.0)]) is None
+
+
+def test_w10_needs_fresh_interpreters(tmp_path: Path) -> None:
+    results = smoke_results(tmp_path, "W10")
+    assert "fresh interpreter" in results["pending"]["W10"]
+
+
+def test_a_w10_configuration_that_does_not_pass_every_scenario_fails(tmp_path: Path) -> None:
+    from bench import scenario_suite
+
+    suite = scenario_suite.make_suite(tmp_path, 2)
+    (suite.scenarios / "scenario_0.yaml").write_text(
+        "prompt: hi\nscript: [x]\nexpect: {final_text: y}\n"
+    )
+    with pytest.raises(BenchError, match="exit code 1"):
+        scenario_suite.run_child(
+            ["-m", "openprogram_testing.cli", "run", str(suite.scenarios)],
+            suite.folder,
+            r"2 passed",
+            "run",
+        )
