@@ -108,6 +108,7 @@ from openprogram_testing import ScriptedProvider
 from tests.runtime._agents import research_agent, research_script
 
 REGISTRY, TOOLS = research_agent()
+APP_RUNTIME = Runtime(ScriptedProvider(), "real-model", registry=REGISTRY)  # built at import
 
 
 def plan_trip(text, *, runtime):
@@ -117,6 +118,11 @@ def plan_trip(text, *, runtime):
 def test_entry_point():
     runtime = Runtime(ScriptedProvider(research_script((1, 2))), "m", registry=REGISTRY)
     assert plan_trip("plan", runtime=runtime) == "outer answer"
+
+
+def test_app_runtime_overridden(runtime_override, scripted_provider):
+    scripted_provider.add(*research_script((1, 2)))
+    assert plan_trip("plan", runtime=APP_RUNTIME) == "outer answer"
 
 
 def test_through_the_runner(exec_runner, scripted_provider):
@@ -134,11 +140,12 @@ def test_the_report_shows_runs_no_runner_started(pytester: pytest.Pytester) -> N
     pytester.makepyfile(test_app=APP)
     out = pytester.path / "report.html"
     result = pytester.runpytest("--openprogram-html", str(out), "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     found = re.findall(
         r'<script type="application/json" id="([^"]+)">(.*?)</script>', out.read_text(), re.S
     )
     data = {key: json.loads(text) for key, text in found}
+    assert len(data["summary"]) == 3
     for row in data["summary"]:
         assert row["runs"] == 1, row  # the entry point's run is there; the runner's is not doubled
         (run,) = data[f"d-{row['i']}"]["runs"]
