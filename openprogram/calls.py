@@ -54,18 +54,17 @@ class RunState:
         self.config = config
         self.context = context
         self.tools = {t.spec.name: t for t in tools}
+        # positional (once per run, but W3-like workloads start thousands of runs)
         self.provider_context = Context(
-            system_prompt=context.system_prompt,
-            messages=context.messages,
-            tools=[t.spec for t in tools],
+            context.system_prompt, context.messages, [t.spec for t in tools]
         )
         self.options = StreamOptions(
-            tool_choice=config.tool_choice,
-            parallel_tool_calls=config.parallel_tool_calls,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-            cancel=config.cancel,
-            extras=config.extras,
+            config.tool_choice,
+            config.parallel_tool_calls,
+            config.max_tokens,
+            config.temperature,
+            config.cancel,
+            config.extras,
         )
         self.new_messages: list[Message] = []
         self.steering: list[UserMessage] = []

@@ -166,20 +166,22 @@ async def _run_loop(
             yield MessageStart(prompt)
             run.append(prompt)
             yield MessageEnd(prompt)
-        try:
-            pending = await _poll(
-                steering_source,
-                # hook, round, call_index, calls_in_round, calls_in_run, batch_done, depth, run
-                PollPoint("steering", 0, None, 0, 0, False, depth, run_info)
-                if steering_point
-                else None,
-            )
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            for closing in _source_failed_at_start(run, exc, config):
-                yield closing
-            raise
+        pending: list[UserMessage] = []
+        if poll_steering:  # (the polls are skipped, not awaited, when there is no source)
+            try:
+                pending = await _poll(
+                    steering_source,
+                    # hook, round, call_index, calls_in_round, calls_in_run, batch_done, depth, run
+                    PollPoint("steering", 0, None, 0, 0, False, depth, run_info)
+                    if steering_point
+                    else None,
+                )
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                for closing in _source_failed_at_start(run, exc, config):
+                    yield closing
+                raise
 
         has_more_tool_calls = True
         first_round = True
@@ -242,8 +244,10 @@ async def _run_loop(
                     finally:
                         # (``final`` is None only when the consumer closed the run mid-stream:
                         # nothing may be awaited then.)
-                        if iterator is not None and final is not None:
-                            await _close(iterator)
+                        if final is not None:
+                            aclose = getattr(iterator, "aclose", None)
+                            if aclose is not None:
+                                await _close(aclose)
                     assert final is not None
                     message = final
                     # Dropped before the tools run: held across a tool's await, the spent
@@ -347,7 +351,7 @@ async def _run_loop(
                     break
                 if run.steering:
                     pending = run.steering
-                elif iterations < cap:
+                elif poll_steering and iterations < cap:
                     pending = await _poll(
                         steering_source,
                         PollPoint(
@@ -366,7 +370,7 @@ async def _run_loop(
             else:
                 # The inner loop ran dry: the model finished.  Follow-ups start another round,
                 # but only if one is still allowed (never dequeue what cannot be delivered).
-                if iterations < cap:
+                if follow_up_source is not None and iterations < cap:
                     follow = await _poll_follow_ups(
                         follow_up_source,
                         follow_up_point,
@@ -465,14 +469,13 @@ def _empty(config: LoopConfig) -> AssistantMessage:
     return AssistantMessage(model=config.model)
 
 
-async def _close(iterator: Any) -> None:
-    """Close a provider stream that is left early (or has ended): releases its connection."""
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        try:
-            await aclose()
-        except Exception:
-            pass
+async def _close(aclose: Any) -> None:
+    """Close a provider stream that is left early (or has ended): releases its connection.  (A
+    stream without ``aclose``, a plain async iterator, has nothing to release.)"""
+    try:
+        await aclose()
+    except Exception:
+        pass
 
 
 def _fail(

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from openprogram import _fastjson
+from openprogram.cancel import CancelToken
 from openprogram.events import AssistantMessageEvent
 from openprogram.providers.base import Context, MessageBuilder, StreamOptions, ToolChoice
 from openprogram.texts import ABORTED_TEXT
@@ -365,11 +366,10 @@ class ScriptedProvider:
     def stream(
         self, model: str, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._stream(model, context, options)
+        return _Playback(self, model, context, options)
 
-    async def _stream(
-        self, model: str, context: Context, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    def _record(self, model: str, context: Context, options: StreamOptions) -> ModelRequest:
+        """Record what this model call received (when its stream is first iterated)."""
         # positional: once per model call, and keyword calls cost twice as much
         request = ModelRequest.shared(
             len(self.requests),  # index
@@ -385,53 +385,7 @@ class ScriptedProvider:
             dict(options.extras),
         )
         self.requests.append(request)
-        builder = MessageBuilder(model, self.name, self.api)
-
-        if self._played >= len(self.turns):
-            violation = UnexpectedModelCall(
-                f"unexpected model call #{request.index} (0-based): the script has "
-                f"{len(self.turns)} turn(s), all played; "
-                f"last message: {summarize_message(request.last_message)}"
-            )
-            self.violations.append(violation)
-            yield builder.start()
-            yield builder.error(str(violation))
-            return
-        spec = self.turns[self._played]
-        self._played += 1
-        value = _respond(spec, request)
-        if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
-            value = await value  # an async responder; sync ones skip a coroutine per turn
-        scripted = _as_turn(value)
-
-        cancel = options.cancel
-        chunk = scripted.chunk_size if scripted.chunk_size is not None else self.chunk_size
-        delay = scripted.delay_s if scripted.delay_s is not None else self.delay_s
-
-        for event in self._events(builder, scripted, chunk):
-            if delay:
-                await asyncio.sleep(delay)
-            if cancel is not None and cancel.is_set():
-                yield builder.aborted()
-                return
-            yield event
-
-        if scripted.raises is not None:
-            raise scripted.raises
-        if scripted.cut:
-            return
-        if delay:
-            await asyncio.sleep(delay)
-        if scripted.error is not None:
-            yield builder.error(
-                scripted.error,
-                reason="aborted" if scripted.aborted else "error",
-                status=scripted.error_status,
-                retryable=scripted.error_retryable,
-                retry_after_s=scripted.error_retry_after_s,
-            )
-            return
-        yield builder.done(scripted.stop, scripted.usage)
+        return request
 
     def _snapshot_history(self, messages: list[Message]) -> list[Message]:
         """The provider's own append-only copy of ``messages``, whose first ``len(messages)``
@@ -462,10 +416,17 @@ class ScriptedProvider:
 
     def _events(
         self, builder: MessageBuilder, scripted: ScriptedTurn, chunk: int | None
-    ) -> Iterable[AssistantMessageEvent]:
+    ) -> Iterator[AssistantMessageEvent]:
         yield builder.start()
         for part in scripted.parts:
-            if isinstance(part, _TEXT_PARTS):
+            if isinstance(part, ScriptedCall):  # (the kinds are disjoint: the commonest first)
+                call_id = part.id if part.id is not None else self._new_id()
+                index, event = builder.toolcall_start(call_id, part.name)
+                yield event
+                for piece in chunk_text(part.argument_text, chunk):
+                    yield builder.toolcall_delta(index, piece)
+                yield builder.toolcall_end(index)
+            elif isinstance(part, _TEXT_PARTS):
                 text = part if isinstance(part, str) else part.text
                 index, event = builder.text_start()
                 yield event
@@ -479,13 +440,6 @@ class ScriptedProvider:
                 for piece in chunk_text(text, chunk):
                     yield builder.thinking_delta(index, piece)
                 yield builder.thinking_end(index, part.signature)
-            elif isinstance(part, ScriptedCall):
-                call_id = part.id if part.id is not None else self._new_id()
-                index, event = builder.toolcall_start(call_id, part.name)
-                yield event
-                for piece in chunk_text(part.argument_text, chunk):
-                    yield builder.toolcall_delta(index, piece)
-                yield builder.toolcall_end(index)
             else:
                 raise TypeError(f"unsupported scripted part {part!r}")
 
@@ -493,6 +447,117 @@ class ScriptedProvider:
         value = f"call_{self._next_id}"
         self._next_id += 1
         return value
+
+
+class _Playback:
+    """One scripted model call: the events of its turn, as an async iterator.
+
+    A class, not an async generator, because one is built per model call: an async generator
+    also costs asyncio's first-iteration hook (a weak reference added to, and later removed
+    from, the event loop's set of live generators) and, as the loop leaves a stream at its
+    terminal event, a ``GeneratorExit`` thrown through its frame when the loop closes it
+    (``docs/decisions.md``, "The loop's own cost per round").  It behaves as the generator did:
+    nothing happens (the request is not recorded) until it is first iterated; each event is
+    built when it is asked for, so the partial message grows as it would on the wire; a cancel
+    token set while it streams ends it with an ``aborted`` event; after its terminal event, a
+    cut or a scripted exception it is over.  It has no ``aclose``: there is nothing to release.
+    """
+
+    __slots__ = (
+        "_builder",
+        "_cancel",
+        "_context",
+        "_delay",
+        "_events",
+        "_model",
+        "_options",
+        "_provider",
+        "_turn",
+    )
+
+    def __init__(
+        self, provider: ScriptedProvider, model: str, context: Context, options: StreamOptions
+    ) -> None:
+        self._provider: ScriptedProvider | None = provider  # None once begun
+        self._model = model
+        self._context = context
+        self._options = options
+        self._events: Iterator[AssistantMessageEvent] | None = None  # None when not playing
+        self._turn: ScriptedTurn | None = None
+        self._builder: MessageBuilder | None = None
+        self._cancel: CancelToken | None = None
+        self._delay = 0.0
+
+    def __aiter__(self) -> _Playback:
+        return self
+
+    async def __anext__(self) -> AssistantMessageEvent:
+        events = self._events
+        if events is None:
+            if self._provider is None:  # over: after its terminal event, or a raise
+                raise StopAsyncIteration
+            events = self._events = await self._begin()
+        event = next(events, None)
+        if event is not None:
+            if self._delay:
+                await asyncio.sleep(self._delay)
+            cancel = self._cancel
+            if cancel is not None and cancel.is_set():
+                self._events = None
+                return self._builder.aborted()  # type: ignore[union-attr]
+            return event
+        # the parts are played: the turn's ending
+        self._events = None
+        scripted: ScriptedTurn = self._turn  # type: ignore[assignment]
+        if scripted.raises is not None:
+            raise scripted.raises
+        if scripted.cut:
+            raise StopAsyncIteration
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        builder: MessageBuilder = self._builder  # type: ignore[assignment]
+        if scripted.error is not None:
+            return builder.error(
+                scripted.error,
+                reason="aborted" if scripted.aborted else "error",
+                status=scripted.error_status,
+                retryable=scripted.error_retryable,
+                retry_after_s=scripted.error_retry_after_s,
+            )
+        return builder.done(scripted.stop, scripted.usage)
+
+    async def _begin(self) -> Iterator[AssistantMessageEvent]:
+        """Record the request, pick the turn (awaiting an async responder) and return the
+        events of its parts.  Past the end of the script the turn is an error naming the
+        unexpected call (recorded as a violation), played without delays or cancel checks."""
+        provider, model, options = self._provider, self._model, self._options
+        assert provider is not None
+        self._provider = None  # begun: from here on, a raise (a responder's) ends the stream
+        request = provider._record(model, self._context, options)
+        builder = self._builder = MessageBuilder(model, provider.name, provider.api)
+        if provider._played >= len(provider.turns):
+            violation = UnexpectedModelCall(
+                f"unexpected model call #{request.index} (0-based): the script has "
+                f"{len(provider.turns)} turn(s), all played; "
+                f"last message: {summarize_message(request.last_message)}"
+            )
+            provider.violations.append(violation)
+            scripted = self._turn = ScriptedTurn(error=str(violation))
+            return provider._events(builder, scripted, None)
+        spec = provider.turns[provider._played]
+        provider._played += 1
+        if type(spec) is ScriptedTurn:
+            scripted = spec
+        else:
+            value = _respond(spec, request)
+            if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
+                value = await value  # an async responder
+            scripted = value if type(value) is ScriptedTurn else _as_turn(value)
+        self._turn = scripted
+        self._cancel = options.cancel
+        self._delay = scripted.delay_s if scripted.delay_s is not None else provider.delay_s
+        chunk = scripted.chunk_size if scripted.chunk_size is not None else provider.chunk_size
+        return provider._events(builder, scripted, chunk)
 
 
 _TURN_VALUES = (ScriptedTurn, str)

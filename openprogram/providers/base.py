@@ -81,7 +81,8 @@ class MessageBuilder:
     __slots__ = ("_args", "_held", "_open", "message")
 
     def __init__(self, model: str = "", provider: str = "", api: str = "") -> None:
-        self.message = AssistantMessage(model=model, provider=provider, api=api)
+        # positional (content, stop_reason, usage, model, provider, api): once per response
+        self.message = AssistantMessage([], "stop", Usage(), model, provider, api)
         self._args: dict[int, list[str]] = {}
         self._open: dict[int, str] = {}
         self._held: dict[int, str] = {}

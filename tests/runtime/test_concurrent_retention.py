@@ -16,6 +16,7 @@ from typing import Any
 from openprogram import AgentContext, LoopConfig, agent_loop, agent_loop_continue
 from openprogram.types import Message, ToolSpec, UserMessage
 from openprogram_testing import ModelRequest, ScriptedProvider, call, turn
+from openprogram_testing.scripted import _Playback
 
 
 def _add_tool(execute: Any) -> dict[str, Any]:
@@ -129,11 +130,7 @@ def test_a_suspended_tool_call_holds_no_spent_stream_enumerate_or_helper_corouti
     async def tool(args: dict[str, Any]) -> int:
         await asyncio.sleep(0)
         objects = gc.get_objects()
-        streams = sum(
-            1
-            for o in objects
-            if type(o) is types.AsyncGeneratorType and o.ag_code.co_name == "_stream"
-        )
+        streams = sum(1 for o in objects if type(o) is _Playback)
         enumerates = sum(1 for o in objects if type(o) is enumerate) - enumerates_before
         helpers = sum(
             1 for o in objects if type(o) is types.CoroutineType and o.cr_code.co_name == "settle"
