@@ -89,7 +89,7 @@ class RenderableTree(Protocol):
     @property
     def children(self) -> Sequence[RenderableTree]: ...
     @property
-    def path(self) -> tuple[str, ...]: ...
+    def path(self) -> str: ...
 
 
 TIMELINE_TEXT_LIMIT = 120
@@ -183,7 +183,7 @@ class _Renderer:
                 continue
             self.counter[0] += 1
             tag = f"r{self.counter[0]}"
-            where = "/".join(child.path)
+            where = child.path
             if child.run.kind != "exec":
                 head = f"{child.run.kind} run"
             else:

@@ -85,10 +85,11 @@ class LoopTrace:
     tool_names: list[str] | None = None
     system_prompt: str | None = None
     handed_over: list[Delivery] | None = None
-    # The ``Runtime`` run this trace records (``None`` for a bare loop run) and its tool path
-    # (``()`` for the outermost run; see ``openprogram_testing.tree``).
+    # The ``Runtime`` run this trace records (``None`` for a bare loop run) and its tool path,
+    # written as ``tree["a/b"]`` takes it (``""`` for the outermost run; see
+    # ``openprogram_testing.tree``).
     run: RunInfo | None = None
-    path: tuple[str, ...] = ()
+    path: str = ""
     # When each event arrived (``time.perf_counter()`` seconds, parallel to ``events``) and
     # what the transport did underneath (cassette interactions, injected faults): the HTML
     # report shows durations and marks those at the event where they happened.

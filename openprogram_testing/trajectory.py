@@ -52,17 +52,17 @@ MismatchKind: TypeAlias = Literal["missing", "extra", "order", "arguments"]
 class MadeCall:
     """One tool call of the run: its position (0-based over the calls compared), the model's
     ``name`` and ``arguments`` (``raw_arguments`` when they were not JSON) and ``lane``, the
-    tool path of the run that made it (``()`` for the outer run)."""
+    path of the run that made it (``"plan/survey"``; ``""`` for the outer run)."""
 
     index: int
     name: str
     arguments: Mapping[str, Any]
     raw_arguments: str | None
     id: str
-    lane: tuple[str, ...] = ()
+    lane: str = ""
 
     def describe(self) -> str:
-        where = f" in run {'/'.join(self.lane)}" if self.lane else ""
+        where = f" in run {self.lane}" if self.lane else ""
         if self.raw_arguments is not None:
             shown = f"non-JSON arguments {_clip(self.raw_arguments)!r}"
         else:
@@ -288,7 +288,7 @@ def made_calls(
     if isinstance(subject, LoopTrace):
         if run:
             raise TypeError("run= addresses a nested run of a TraceTree (run_exec / exec_runner)")
-        return [_made(i, c, ()) for i, c in enumerate(subject.tool_calls)]
+        return [_made(i, c, "") for i, c in enumerate(subject.tool_calls)]
     if not isinstance(subject, TraceTree):
         raise TypeError(f"expected a LoopTrace or a TraceTree, got {type(subject).__name__}")
     try:
@@ -314,7 +314,7 @@ def made_calls(
     return out
 
 
-def _made(index: int, call: Any, lane: tuple[str, ...]) -> MadeCall:
+def _made(index: int, call: Any, lane: str) -> MadeCall:
     return MadeCall(index, call.name, call.arguments, call.raw_arguments, call.id, lane)
 
 

@@ -77,19 +77,25 @@ class TraceTree:
         return self.run.kind
 
     @property
-    def path(self) -> RunPath:
-        """The tool names that led here (``()`` for the root)."""
+    def path(self) -> str:
+        """Where this run is, as ``tree[...]``, steering's ``run=`` and a scenario's
+        ``expect.runs`` write it: the tool names that led here joined by ``/``
+        (``"plan_trip/compare_options"``; ``""`` for the root)."""
         return self.trace.path
+
+    @property
+    def steps(self) -> RunPath:
+        """The tool names that led here, one by one (``()`` for the root)."""
+        return run_path(self.trace.path)
 
     @property
     def label(self) -> str:
         """``outermost run`` or ``run summarize_cities (call call_1, depth 1)``."""
         if self.parent is None:
             return "outermost run"
-        where = "/".join(self.path)
         if self.kind != "exec":
-            return f"{self.kind} run of {'/'.join(self.parent.path) or 'the outermost run'}"
-        return f"run {where} (call {self.tool_call_id}, depth {self.depth})"
+            return f"{self.kind} run of {self.parent.path or 'the outermost run'}"
+        return f"run {self.path} (call {self.tool_call_id}, depth {self.depth})"
 
     # -- the outer run's results, for convenience -------------------------------------------
     @property
@@ -102,7 +108,8 @@ class TraceTree:
 
     # -- walking and addressing -------------------------------------------------------------
     def walk(self) -> Iterator[TraceTree]:
-        """This run and every run nested in it, depth first, in start order."""
+        """This run and every run nested in it, depth first, in start order (each node's
+        ``path`` is the string ``tree[...]`` takes)."""
         yield self
         for child in self.children:
             yield from child.walk()
@@ -117,7 +124,7 @@ class TraceTree:
 
     def find_all(self, run: RunLike) -> list[TraceTree]:
         """Every run at ``run`` (a tool called twice starts two runs at the same path)."""
-        want = run_path(run)
+        want = "/".join(run_path(run))
         return [node for node in self.walk() if node.path == want]
 
     def find(self, run: RunLike) -> TraceTree | None:
@@ -128,7 +135,7 @@ class TraceTree:
     def __getitem__(self, run: RunLike) -> TraceTree:
         node = self.find(run)
         if node is None:
-            known = ", ".join(repr("/".join(n.path)) for n in self.walk() if n.path) or "none"
+            known = ", ".join(repr(n.path) for n in self.walk() if n.path) or "none"
             raise KeyError(f"no run at {'/'.join(run_path(run))!r}; nested runs: {known}")
         return node
 
@@ -281,9 +288,9 @@ def build_trees(
         if parent is None:
             path: RunPath = ()
         elif info.kind != "exec":
-            path = (*parent.path, CHOICES_STEP)
+            path = (*parent.steps, CHOICES_STEP)
         else:
-            path = (*parent.path, info.tool_name or "?")
+            path = (*parent.steps, info.tool_name or "?")
         events = recorder.events[run_id]
         handed = [d for d in delivered if d.run is not None and d.run.run_id == run_id]
         handed.extend(_deliveries(recorder.handovers.get(run_id, ()), path))
@@ -304,7 +311,7 @@ def build_trees(
         if cap is None and trace.termination == "max_iterations":  # it ended at its own cap
             trace.cap = trace.model_calls
         trace.run = info
-        trace.path = path
+        trace.path = "/".join(path)
         node = TraceTree(trace, info, parent=parent)
         nodes[run_id] = node
         if parent is None:

@@ -70,7 +70,7 @@ def check_expectations(scenario: Scenario, ran: Any, *, deadline: float | None =
         where = f"expect.runs[{key!r}]"
         node = tree.find(key) if tree is not None else None
         if node is None:
-            ran_paths = [] if tree is None else ["/".join(n.path) for n in tree.walk() if n.path]
+            ran_paths = [] if tree is None else [n.path for n in tree.walk() if n.path]
             out.append(
                 f"{where}: no run at {key!r} ran (nested runs: {', '.join(ran_paths) or 'none'})"
             )

@@ -89,7 +89,7 @@ class ScenarioResult:
 
         nodes: list[tuple[str, Any]] = []
         if isinstance(self.tree, TraceTree):
-            nodes = [("/".join(node.path), node.trace) for node in self.tree.walk()]
+            nodes = [(node.path, node.trace) for node in self.tree.walk()]
         elif self.trace is not None:
             nodes = [("", self.trace)]
         runs = [_run_dict(path, trace) for path, trace in nodes]
@@ -400,7 +400,7 @@ def check_menus(provider: Any, ran: Any, scenario: Scenario) -> list[str]:
         if node is None or request.index >= len(turns):
             continue
         offered = {t.name for t in request.tools}
-        where = "the outermost run" if not node.path else f"run {'/'.join(node.path)}"
+        where = "the outermost run" if not node.path else f"run {node.path}"
         for j, c in enumerate(turns[request.index].calls):
             loc = f"script[{request.index}].calls[{j}]"
             if c.unknown_tool and c.name in offered:

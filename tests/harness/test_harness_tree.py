@@ -47,7 +47,10 @@ def _run(schedule: SteeringSchedule | None = None) -> tuple[TraceTree, Any]:
 def test_a_nested_exec_is_a_child_linked_to_its_tool_call() -> None:
     tree, provider = _run()
     assert tree.result == "outer answer" and tree.exception is None
-    assert [n.path for n in tree.walk()] == [(), ("research",)]
+    # One form of a run's address everywhere: the string tree[...] takes, what walk() yields.
+    assert [n.path for n in tree.walk()] == ["", "research"]
+    assert [n.steps for n in tree.walk()] == [(), ("research",)]
+    assert all(tree[n.path] is n for n in tree.walk())
     (child,) = tree.children
     outer_call = tree.trace.tool_calls[0]
     assert (child.tool_call_id, child.tool_name, child.depth) == (outer_call.id, "research", 1)
@@ -159,7 +162,7 @@ def test_choices_asks_are_traced_as_runs_too() -> None:
     tree = run_exec_sync(runtime, "refund #12", tools=[], choices=[approve, reject])
     assert tree.result == "approved"
     (ask,) = tree.children
-    assert ask.kind == "choices" and ask.tool_call_id is None and ask.path == (":choices",)
+    assert ask.kind == "choices" and ask.tool_call_id is None and ask.path == ":choices"
     assert tree[":choices"] is ask and ask.trace.tool_calls[0].name == "choose"
     assert "choices run" in tree.timeline()
     check_invariants(tree)

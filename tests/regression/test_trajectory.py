@@ -267,7 +267,7 @@ def test_a_tree_outer_run_nested_run_and_all_runs() -> None:
     failure = _fails(tree, ["lookup", "lookup", "lookup"], run="survey")
     assert failure.reason.startswith("in run survey:") and failure.kind == "missing"
     lane = _fails(tree, ["survey", ("lookup", {"city": "Rome"})], nested=True, args="subset")
-    assert lane.kind == "arguments" and lane.made is not None and lane.made.lane == ("survey",)
+    assert lane.kind == "arguments" and lane.made is not None and lane.made.lane == "survey"
     assert "(call_1 in run survey)" in lane.reason
     with pytest.raises(AssertionError, match="no run at 'nowhere'"):
         assert_trajectory(tree, [], run="nowhere")

@@ -84,11 +84,8 @@ def test_the_nested_runs_of_an_imported_agentic_function_are_traced(travel: Path
     assert result.passed, result.failure_text
     tree = result.tree
     assert isinstance(tree, TraceTree) and result.trace is tree.trace
-    assert [node.path for node in tree.walk()] == [
-        (),
-        ("plan_trip",),
-        ("plan_trip", "compare_options"),
-    ]
+    assert [node.path for node in tree.walk()] == ["", "plan_trip", "plan_trip/compare_options"]
+    assert [node.trace.path for node in tree.walk()] == [node.path for node in tree.walk()]
     assert tree["plan_trip/compare_options"].final_text == "Rome is warmer."
     [record] = collector.runs  # one report record, the nested runs as its lanes
     assert record["behaviours"]["nested_exec"] == 2
