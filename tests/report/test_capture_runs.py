@@ -40,7 +40,7 @@ def test_runs_of_an_entry_point_are_captured_as_a_tree() -> None:
     (tree,) = runs
     assert tree.termination == "completed" and tree.final_text == "outer answer"
     (nested,) = tree.children
-    assert nested.path == ("research",) and nested.final_text == "inner answer"
+    assert nested.path == "research" and nested.final_text == "inner answer"
     assert nested.tool_call_id == tree.trace.tool_calls[0].id
     assert [t.termination for t in runs.traces] == ["completed", "completed"]
     assert runs[0] is tree and runs[-1:] == [tree] and "1 outermost run(s), 2 in all" in repr(runs)
