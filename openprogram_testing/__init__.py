@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from .invariants import check_invariants as check_invariants
     from .invariants import check_rechunk_invariance as check_rechunk_invariance
     from .invariants import find_violations as find_violations
+    from .recording import add_trace_listener as add_trace_listener
+    from .recording import remove_trace_listener as remove_trace_listener
     from .scenarios import Scenario as Scenario
     from .scenarios import ScenarioError as ScenarioError
     from .scenarios import ScenarioResult as ScenarioResult
@@ -106,6 +108,8 @@ _EXPORTS: dict[str, str] = {
     "check_invariants": "invariants",
     "check_rechunk_invariance": "invariants",
     "find_violations": "invariants",
+    "add_trace_listener": "recording",
+    "remove_trace_listener": "recording",
     "SchemaDrivenProvider": "schema_provider",
     "Scenario": "scenarios",
     "ScenarioError": "scenarios",

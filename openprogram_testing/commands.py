@@ -33,7 +33,6 @@ from openprogram.providers.apis import PROVIDER_APIS, ProviderAPI
 from openprogram.texts import clip
 
 from .cassettes.files import recorded_body_text
-from .collect import SELECTION_OPTION, Selection
 from .paths import OutsideProject, writable_target
 from .scenarios import (
     SCENARIO_PATTERNS,
@@ -44,6 +43,7 @@ from .scenarios import (
     run_scenario,
     scenario_json_schema,
 )
+from .scenarios.collect import SELECTION_OPTION, Selection
 
 app = typer.Typer(
     name="openprogram-testing",

@@ -28,8 +28,11 @@ from .runners import ExecRunner, LoopRunner, Ran
 from .scripted import ScriptedProvider, ScriptError
 from .steering import SteeringSchedule
 
-# The YAML scenario collector lives beside this module.
-pytest_plugins = ["openprogram_testing.collect", "openprogram_testing.report.pytest_plugin"]
+# The YAML scenario collector (with its options) lives with the scenarios.
+pytest_plugins = [
+    "openprogram_testing.scenarios.collect",
+    "openprogram_testing.report.pytest_plugin",
+]
 
 if TYPE_CHECKING:
     from .cassettes import CassetteSession
@@ -66,14 +69,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Allow real model API requests in every test (default: false).",
         type="bool",
         default=False,
-    )
-    # -- YAML scenarios ----------------------------------------------------------------------------
-    parser.addini(
-        "openprogram_scenarios",
-        "Extra glob patterns of YAML scenario files to collect as tests (besides "
-        "scenario_*.yaml and *.scenario.yaml).",
-        type="linelist",
-        default=[],
     )
     parser.addini(
         "openprogram_cassette_match_body",

@@ -1,13 +1,15 @@
-"""Notes from beneath the loop on the run being recorded: cassette interactions, injected faults,
-and the HTTP exchanges themselves.
+"""The side channels of a recorded run: notes from beneath the loop (cassette interactions,
+injected faults), the HTTP exchanges themselves, and announcements of finished traces.
 
 The transport layers (cassettes, the provider emulator) call ``annotate``/``annotate_in_flight``
 unconditionally; whatever records a run (``run_loop``'s trace, a trace tree's recorder) opens a
 ``recording`` for it, and the note lands on that run at the event where it happened.  They also
 announce each ``HttpExchange`` they serve to the exchange listeners (the HTML report's, around a
 test), which is how the traffic of a client that is not openprogram (pydantic-ai, an OpenAI SDK
-client) reaches the report.  This module sits below the recorders, so the transport never
-imports the trace layer above it.
+client) reaches the report.  Whatever produces a finished ``LoopTrace`` hands it to
+``announce_trace``; a report or a coverage count listens with ``add_trace_listener``.  This module
+sits below the recorders and imports none of them, not even for the type checker, so the
+transport never imports the trace layer above it and no import cycle runs through here.
 """
 
 from __future__ import annotations
@@ -154,17 +156,64 @@ def announce_exchange(exchange: HttpExchange) -> None:
             )
 
 
+# -- announcing finished traces ------------------------------------------------------------------
+
+TraceListener = Callable[[Any], None]
+"""Called with each finished ``LoopTrace``: typed loosely because this module names nothing of
+the trace layer above it (a listener typed ``Callable[[LoopTrace], None]`` is accepted)."""
+_listeners: list[TraceListener] = []
+_listeners_lock = threading.Lock()
+
+
+def add_trace_listener(listener: TraceListener) -> None:
+    """Call ``listener(trace)`` for every finished run from now on (``run_loop``, the scenario
+    runner, trace trees), so a report or a coverage count sees every run of a session without
+    each producer knowing about it.  Listeners run on the thread that finished the run."""
+    with _listeners_lock:
+        _listeners.append(listener)
+
+
+def remove_trace_listener(listener: TraceListener) -> None:
+    """Stop calling ``listener`` (a listener that is not registered is ignored)."""
+    with _listeners_lock:
+        try:
+            _listeners.remove(listener)
+        except ValueError:
+            pass
+
+
+def announce_trace(trace: object) -> None:
+    """Hand a finished trace to every listener.  Whatever produces a ``LoopTrace`` calls this
+    once per run.  A failing listener is reported as a warning, never as the run's failure:
+    observing a run must not change its outcome."""
+    with _listeners_lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        try:
+            listener(trace)
+        except Exception as exc:
+            warnings.warn(
+                f"trace listener {listener!r} failed: {type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
 __all__ = [
     "NESTED_RUN",
     "Annotation",
     "ExchangeListener",
     "HttpExchange",
     "Recorder",
+    "TraceListener",
     "add_exchange_listener",
+    "add_trace_listener",
     "annotate",
     "annotate_in_flight",
     "announce_exchange",
+    "announce_trace",
     "exchanges_wanted",
     "recording",
     "remove_exchange_listener",
+    "remove_trace_listener",
 ]

@@ -13,10 +13,8 @@ result (messages, termination, model calls, undelivered messages), the requests 
 
 from __future__ import annotations
 
-import threading
 import time
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +41,7 @@ from openprogram.types import (
     user_messages,
 )
 
-from .recording import NESTED_RUN, Annotation, annotate, annotate_in_flight, recording
+from .recording import Annotation, announce_trace, recording
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
 from .steering import Delivery, SteeringSchedule
@@ -308,57 +306,8 @@ def run_loop_sync(
     return run_sync(lambda: run_loop(provider, prompts, **kwargs))
 
 
-# -- announcing finished traces ------------------------------------------------------------------
-
-TraceListener = Callable[[LoopTrace], None]
-_listeners: list[TraceListener] = []
-_listeners_lock = threading.Lock()
-
-
-def add_trace_listener(listener: TraceListener) -> None:
-    """Call ``listener(trace)`` for every finished run from now on (``run_loop``, the scenario
-    runner, trace trees), so a report or a coverage count sees every run of a session without
-    each producer knowing about it.  Listeners run on the thread that finished the run."""
-    with _listeners_lock:
-        _listeners.append(listener)
-
-
-def remove_trace_listener(listener: TraceListener) -> None:
-    """Stop calling ``listener`` (a listener that is not registered is ignored)."""
-    with _listeners_lock:
-        try:
-            _listeners.remove(listener)
-        except ValueError:
-            pass
-
-
-def announce_trace(trace: LoopTrace) -> None:
-    """Hand a finished trace to every listener.  Whatever produces a ``LoopTrace`` calls this
-    once per run.  A failing listener is reported as a warning, never as the run's failure:
-    observing a run must not change its outcome."""
-    with _listeners_lock:
-        listeners = list(_listeners)
-    for listener in listeners:
-        try:
-            listener(trace)
-        except Exception as exc:
-            warnings.warn(
-                f"trace listener {listener!r} failed: {type(exc).__name__}: {exc}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-
-
 __all__ = [
-    "NESTED_RUN",
-    "Annotation",
     "LoopTrace",
-    "TraceListener",
-    "add_trace_listener",
-    "annotate",
-    "annotate_in_flight",
-    "announce_trace",
-    "remove_trace_listener",
     "render_snapshot",
     "render_timeline",
     "run_loop",

@@ -30,12 +30,12 @@ from openprogram.loop import effective_cap
 from openprogram.types import AssistantMessage, UserMessage
 
 from .invariants import check_invariants as check_tree_invariants
-from .recording import NESTED_RUN, Annotation, annotate, recording
+from .recording import NESTED_RUN, Annotation, annotate, announce_trace, recording
 from .render import render_snapshot, render_timeline
 from .rounds import opening_prompts
 from .scripted import ModelRequest
 from .steering import Delivery, RunLike, RunPath, SteeringSchedule, run_path
-from .trace import LoopTrace, announce_trace
+from .trace import LoopTrace
 
 CHOICES_STEP = ":choices"
 """The path step of a ``choices=`` ask (``tree[":choices"]``): not a tool name, so it never

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from ..faults import FaultError, MutableResponse, Mutation, apply_mutations
 from ..recording import HttpExchange, announce_exchange, exchanges_wanted
+from ..wire.base import EXHAUSTED_HEADER
 from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
@@ -268,8 +269,6 @@ class CassetteSession:
                 if name.lower() == "content-length":
                     response["headers"][name] = [str(len(response["body"]["string"]))]
         self._recorded += 1
-        from ..emulator.plan import EXHAUSTED_HEADER
-
         for name, values in response["headers"].items():
             if name.lower() == EXHAUSTED_HEADER and any(v.strip() == "true" for v in values):
                 code = response.get("status", {}).get("code")

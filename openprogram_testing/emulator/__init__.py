@@ -13,9 +13,8 @@ from what the server received; :mod:`.cli` serves one outside tests.
 from __future__ import annotations
 
 from ..faults import Fault
-from ..wire import ENDPOINTS
+from ..wire import ENDPOINTS, EXHAUSTED_HEADER
 from .cli import announce, main_emulator, serve
-from .plan import EXHAUSTED_HEADER
 from .retries import RetryTiming, RetryTimingError, assert_retries, retry_timing
 from .server import (
     LISTEN_BACKLOG,

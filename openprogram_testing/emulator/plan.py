@@ -65,9 +65,6 @@ from ..wire.eventstream import EventStream
 
 __all__ = ["CassetteResponse", "Plan", "Slot", "error_plan", "recorded_plan", "render_plan"]
 
-EXHAUSTED_HEADER = "x-emulator-script-exhausted"
-"""Set to ``true`` on every answer given past the end of the script."""
-
 
 @dataclass(slots=True)
 class Slot:

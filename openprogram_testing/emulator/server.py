@@ -44,9 +44,16 @@ from ..scripted import (
     describe_turn,
     summarize_message,
 )
-from ..wire import ENDPOINTS, FORMATS, RenderContext, Route, WireFormat, route
-from .plan import (
+from ..wire import (
+    ENDPOINTS,
     EXHAUSTED_HEADER,
+    FORMATS,
+    RenderContext,
+    Route,
+    WireFormat,
+    route,
+)
+from .plan import (
     CassetteResponse,
     Plan,
     Slot,

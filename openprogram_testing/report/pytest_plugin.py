@@ -157,8 +157,13 @@ class RunRecorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Generator[None]:
         from ..capture import capture_runs
-        from ..recording import add_exchange_listener, remove_exchange_listener
-        from ..trace import LoopTrace, add_trace_listener, remove_trace_listener
+        from ..recording import (
+            add_exchange_listener,
+            add_trace_listener,
+            remove_exchange_listener,
+            remove_trace_listener,
+        )
+        from ..trace import LoopTrace
         from .record import RunCollector
 
         collector = RunCollector()
@@ -247,7 +252,7 @@ def scenario_details(
     """What the command line shows of a scenario item: name, file, whether the file was
     invalid, and the result (termination, model calls, failures; the timeline and the
     result JSON when ``timeline`` and ``result`` ask for them)."""
-    from ..collect import ScenarioItem
+    from ..scenarios.collect import ScenarioItem
 
     if not isinstance(item, ScenarioItem):
         return None

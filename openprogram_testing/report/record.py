@@ -23,8 +23,8 @@ from openprogram.types import (
     ToolResultMessage,
 )
 
+from ..recording import NESTED_RUN
 from ..rounds import Round, child_traces, split_rounds
-from ..trace import NESTED_RUN
 from .behaviours import exhibited
 
 if TYPE_CHECKING:

@@ -198,7 +198,8 @@ class HostileScenario:
     async def run(self) -> tuple[LoopTrace | None, BaseException | None]:
         """The trace (captured from the trace listeners, so a re-raised failure keeps it) and
         what the run raised."""
-        from ..trace import add_trace_listener, remove_trace_listener, run_loop
+        from ..recording import add_trace_listener, remove_trace_listener
+        from ..trace import run_loop
 
         self.strike.__init__()  # type: ignore[misc]  # a replayed example starts afresh
         traces: list[LoopTrace] = []

@@ -23,6 +23,7 @@ from . import eventstream, sse
 from .anthropic import Anthropic
 from .base import (
     CREATED,
+    EXHAUSTED_HEADER,
     CallPart,
     ErrorAnswer,
     Frame,
@@ -43,6 +44,7 @@ from .openai_responses import OpenAIResponses
 __all__ = [
     "CREATED",
     "ENDPOINTS",
+    "EXHAUSTED_HEADER",
     "FORMATS",
     "Anthropic",
     "BedrockConverse",

@@ -29,6 +29,11 @@ from ..scripted import chunk_text
 if TYPE_CHECKING:
     from .eventstream import Message as EventMessage
 
+EXHAUSTED_HEADER = "x-emulator-script-exhausted"
+"""Set to ``true`` on every answer the emulator gives past the end of its script; the cassette
+recorder reads it to warn of a recording made of such answers (so it lives here, in the layer
+both read, not in the emulator)."""
+
 CREATED = 1_700_000_000
 """The fixed ``created`` timestamp of every response (deterministic output)."""
 

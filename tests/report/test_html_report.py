@@ -13,6 +13,7 @@ import pytest
 
 from openprogram import Runtime
 from openprogram_testing import run_exec_sync
+from openprogram_testing.recording import add_trace_listener, annotate, remove_trace_listener
 from openprogram_testing.report import (
     Coverage,
     RunCollector,
@@ -21,12 +22,7 @@ from openprogram_testing.report import (
     trace_record,
 )
 from openprogram_testing.scripted import ScriptedProvider
-from openprogram_testing.trace import (
-    add_trace_listener,
-    annotate,
-    remove_trace_listener,
-    run_loop_sync,
-)
+from openprogram_testing.trace import run_loop_sync
 from tests.report._report_traces import Node, Tree, batch, call, run, steer_after, turn
 from tests.runtime._agents import research_agent, research_script
 

@@ -262,10 +262,9 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A passing test whose agent ran a nested run from a tool call, an expected failure, and
     a failing snapshot test (pytest's diff), in that order."""
     from openprogram import Runtime
-    from openprogram_testing import run_exec_sync
+    from openprogram_testing import add_trace_listener, remove_trace_listener, run_exec_sync
     from openprogram_testing.report import RunCollector
     from openprogram_testing.scripted import ScriptedProvider
-    from openprogram_testing.trace import add_trace_listener, remove_trace_listener
     from tests.runtime._agents import research_agent, research_script
 
     registry, tools = research_agent()

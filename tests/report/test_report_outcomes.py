@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from openprogram import Runtime
-from openprogram_testing import run_exec_sync
+from openprogram_testing import add_trace_listener, remove_trace_listener, run_exec_sync
 from openprogram_testing.report import RunCollector, render_html, trace_record
 from openprogram_testing.report.html import failures_first
 from openprogram_testing.scripted import ScriptedProvider
-from openprogram_testing.trace import add_trace_listener, remove_trace_listener
 from tests.report._report_traces import call, run, turn
 from tests.runtime._agents import research_agent, research_script
 

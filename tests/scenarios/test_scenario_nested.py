@@ -71,8 +71,8 @@ def run(root: Path, body: str) -> object:
 
 
 def test_the_nested_runs_of_an_imported_agentic_function_are_traced(travel: Path) -> None:
+    from openprogram_testing import add_trace_listener, remove_trace_listener
     from openprogram_testing.report import RunCollector
-    from openprogram_testing.trace import add_trace_listener, remove_trace_listener
     from openprogram_testing.tree import TraceTree
 
     collector = RunCollector()

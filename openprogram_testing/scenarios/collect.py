@@ -13,7 +13,8 @@ failed expectations, then the timeline): no traceback of the harness.  ``openpro
 hands files to pytest and reads each item's ``result`` (a ``ScenarioResult``).
 
 Registered by ``openprogram_testing.plugin`` (``pytest_plugins``), so installing the package is
-enough.  Nothing heavy is imported until a scenario file is actually collected.
+enough; the collector's ini options (``openprogram_scenarios``, ``openprogram_scenario_time_limit``)
+are registered here.  Nothing heavy is imported until a scenario file is actually collected.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram.texts import whole_text
+
 if TYPE_CHECKING:
-    from .scenarios import Scenario, ScenarioResult
+    from .model import Scenario
+    from .runner import ScenarioResult
 
 
 class ScenarioFailure(AssertionError):
@@ -38,7 +42,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """Collect YAML scenario files by name (see the module docstring)."""
     if file_path.suffix not in (".yaml", ".yml") or "__snapshots__" in file_path.parts:
         return None
-    from .scenarios import is_scenario_file
+    from .model import is_scenario_file
 
     extra = parent.config.getini("openprogram_scenarios")
     if not is_scenario_file(file_path, tuple(extra)):
@@ -63,7 +67,9 @@ class ScenarioFile(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .scenarios import ScenarioError, load_scenario, scenario_stem
+        from .loader import load_scenario
+        from .model import scenario_stem
+        from .problems import ScenarioError
 
         try:
             # the scenario's root is the project holding the file, as for `validate`, not
@@ -166,6 +172,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "setting and the rootdir are always searched).",
     )
     parser.addini(
+        "openprogram_scenarios",
+        "Extra glob patterns of YAML scenario files to collect as tests (besides "
+        "scenario_*.yaml and *.scenario.yaml).",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
         "openprogram_scenario_time_limit",
         "Wall-clock limit of one scenario run in seconds (default: 60; a scenario's "
         "options.time_limit_s wins).",
@@ -227,7 +240,7 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         if self.load_error is not None or self.scenario is None:
             raise ScenarioFailure(f"invalid scenario file:\n{self.load_error}")
-        from .scenarios import run_scenario
+        from .runner import run_scenario
 
         self.result = run_scenario(
             _with_ini_defaults(self.scenario, self.config),
@@ -241,7 +254,7 @@ class ScenarioItem(pytest.Item):
     @property
     def obj(self) -> Any:
         """What syrupy reads (module and name) to place this item's snapshot."""
-        from .scenarios.snapshots import snapshot_owner
+        from .snapshots import snapshot_owner
 
         return snapshot_owner(self.name)
 
@@ -250,14 +263,12 @@ class ScenarioItem(pytest.Item):
         session = getattr(self.config, "_syrupy", None)
         if session is None or self.scenario is None or not self.scenario.expect.snapshot:
             return None
-        from .scenarios.snapshots import pytest_snapshot
+        from .snapshots import pytest_snapshot
 
         return pytest_snapshot(self, session)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
-            from openprogram.texts import whole_text
-
             return whole_text(str(excinfo.value))  # JUnit XML and xdist hold no lone surrogate
         return super().repr_failure(excinfo)
 
