@@ -123,7 +123,8 @@
     node.addEventListener("toggle", function () {
       if (!node.open || node.getAttribute("data-built")) return;
       node.setAttribute("data-built", "1");
-      laneBody(run, node);
+      var body = drawn(function () { return laneBody(run, node); }, "this run");
+      if (body !== node) node.appendChild(body);
     });
     return node;
   }
@@ -214,21 +215,35 @@
     return d;
   }
 
+  // A record the page cannot draw (hand-made, from another version) says so in its place
+  // instead of breaking the rest of the page.
+  function drawn(make, what) {
+    try { return make(); }
+    catch (e) { return pre(what + " could not be drawn: " + e, "failure"); }
+  }
+  function list(value) { return Array.isArray(value) ? value : []; }
+
   function details(test) {
     var cell = el("td", "detail");
     cell.colSpan = 7;
-    var full = data("d-" + test.i) || {runs: [], failure: null, http: []};
+    var full = data("d-" + test.i) || {};
     if (full.failure) cell.appendChild(pre(full.failure, "failure"));
-    var lazy = full.runs.length > 3;  // many runs: each timeline built when its run is opened
-    full.runs.forEach(function (run) { cell.appendChild(lazy ? lazyLane(run) : lane(run, false)); });
-    var http = full.http || [];
+    var runs = list(full.runs);
+    var lazy = runs.length > 3;  // many runs: each timeline built when its run is opened
+    runs.forEach(function (run, k) {
+      cell.appendChild(drawn(function () { return lazy ? lazyLane(run) : lane(run, false); },
+                             "run " + (k + 1)));
+    });
+    var http = list(full.http);
     if (http.length) {
       var box = el("section", "http-log");
       box.appendChild(el("h3", "", "HTTP interactions (" + http.length + ")"));
-      http.forEach(function (x) { box.appendChild(exchange(x)); });
+      http.forEach(function (x, k) {
+        box.appendChild(drawn(function () { return exchange(x); }, "HTTP exchange " + k));
+      });
       cell.appendChild(box);
     }
-    if (!full.runs.length && !http.length) cell.appendChild(el("div", "empty", "this test ran no loop"));
+    if (!runs.length && !http.length) cell.appendChild(el("div", "empty", "this test ran no loop"));
     var row = el("tr", "detail-row");
     row.appendChild(cell);
     return row;

@@ -380,3 +380,23 @@ def test_a_tests_http_exchanges_are_listed_when_it_is_opened(browser: Any, tmp_p
         assert "ran no loop" not in page.locator(".detail").inner_text()
     finally:
         page.close()
+
+
+def test_a_record_the_page_cannot_draw_says_so_in_its_place(browser: Any, tmp_path: Path) -> None:
+    good = trace_record(run("Hello there."))
+    tests = [{"name": "odd", "nodeid": "o", "outcome": "passed", "ms": 1.0, "failure": None,
+              "runs": [{"label": "half a record"}, good], "http": ["not an exchange"]}]  # fmt: skip
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(write_html(tmp_path / "odd.html", tests).as_uri())
+        page.locator("tr.test").click()
+        broken = page.locator(".detail pre.failure")
+        assert broken.count() == 2
+        assert broken.nth(0).inner_text().startswith("run 1 could not be drawn: ")
+        assert broken.nth(1).inner_text().startswith("HTTP exchange 0 could not be drawn: ")
+        assert page.locator(".detail .round").count() == 1  # the good run is drawn
+        assert errors == []
+    finally:
+        page.close()
