@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from .cassettes import CassetteMismatch as CassetteMismatch
     from .cassettes import CassetteSession as CassetteSession
     from .cassettes import use_cassette as use_cassette
+    from .conditions import SteeringNotFired as SteeringNotFired
+    from .dialogue import DialogueMismatch as DialogueMismatch
+    from .dialogue import UserLine as UserLine
     from .emulator import EmulatorRequest as EmulatorRequest
     from .emulator import Fault as Fault
     from .emulator import ProviderEmulator as ProviderEmulator
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from .scenarios import scenario_factory as scenario_factory
     from .scenarios.scaffold import ScaffoldError as ScaffoldError
     from .scenarios.scaffold import scaffold_cassette as scaffold_cassette
+    from .scenarios.scaffold_record import scaffold_record as scaffold_record
     from .schema_provider import SchemaDrivenProvider as SchemaDrivenProvider
     from .scripted import ModelRequest as ModelRequest
     from .scripted import ScriptedCall as ScriptedCall
@@ -119,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "run_scenario": "scenarios",
     "ScaffoldError": "scenarios.scaffold",
     "scaffold_cassette": "scenarios.scaffold",
+    "scaffold_record": "scenarios.scaffold_record",
     "ModelRequest": "scripted",
     "ScriptError": "scripted",
     "ScriptedCall": "scripted",
@@ -136,6 +141,9 @@ _EXPORTS: dict[str, str] = {
     "Delivery": "steering",
     "ScheduleEntry": "steering",
     "SteeringSchedule": "steering",
+    "SteeringNotFired": "conditions",
+    "DialogueMismatch": "dialogue",
+    "UserLine": "dialogue",
     "LoopTrace": "trace",
     "render_snapshot": "trace",
     "render_timeline": "trace",

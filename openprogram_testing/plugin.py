@@ -309,10 +309,27 @@ def runtime_override(request: pytest.FixtureRequest) -> Iterator[Callable[..., N
 
 
 @pytest.fixture
-def steering() -> SteeringSchedule:
+def steering() -> Iterator[SteeringSchedule]:
     """A fresh ``SteeringSchedule``.  ``loop_runner`` uses it automatically when the test
-    requests both fixtures."""
-    return SteeringSchedule()
+    requests both fixtures.  At teardown, if a loop ran with it, a required entry no run reached
+    (or a simulated user's line the agent's reply did not fit) fails the test."""
+    __tracebackhide__ = True
+    schedule = SteeringSchedule()
+    yield schedule
+    _schedule_complete(schedule)
+
+
+def _schedule_complete(schedule: SteeringSchedule) -> None:
+    __tracebackhide__ = True
+    if not schedule.polled:
+        return  # never run (the test failed first, or used it for something else)
+    try:
+        schedule.assert_complete()
+    except AssertionError as exc:  # SteeringNotFired / DialogueMismatch: the text says it all
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
 
 
 _RAN_KEY = pytest.StashKey[list[Ran]]()
@@ -329,16 +346,26 @@ def _runner_args(request: pytest.FixtureRequest) -> tuple[Any, ...]:
 
 
 @pytest.fixture
-def loop_runner(request: pytest.FixtureRequest) -> LoopRunner:
-    """Run a loop and get its ``LoopTrace`` (see ``LoopRunner``); invariants are checked."""
-    return LoopRunner(*_runner_args(request))
+def loop_runner(request: pytest.FixtureRequest) -> Iterator[LoopRunner]:
+    """Run a loop and get its ``LoopTrace`` (see ``LoopRunner``); invariants are checked, and
+    at teardown every ``schedule=`` it was given is judged as the ``steering`` fixture is."""
+    __tracebackhide__ = True
+    runner = LoopRunner(*_runner_args(request))
+    yield runner
+    for schedule in runner.schedules:
+        _schedule_complete(schedule)
 
 
 @pytest.fixture
-def exec_runner(request: pytest.FixtureRequest) -> ExecRunner:
+def exec_runner(request: pytest.FixtureRequest) -> Iterator[ExecRunner]:
     """Run ``Runtime.exec`` and get the ``TraceTree`` of its runs (see ``ExecRunner``);
-    invariants are checked on every run, nested ones included."""
-    return ExecRunner(*_runner_args(request))
+    invariants are checked on every run, nested ones included; schedules judged at teardown
+    as ``loop_runner``'s."""
+    __tracebackhide__ = True
+    runner = ExecRunner(*_runner_args(request))
+    yield runner
+    for schedule in runner.schedules:
+        _schedule_complete(schedule)
 
 
 @pytest.fixture

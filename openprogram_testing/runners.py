@@ -42,6 +42,9 @@ class _Runner(Generic[_R]):
         self._wants = wants
         self.check = check
         self.ran = record
+        self.schedules: list[Any] = []
+        """Schedules passed as ``schedule=`` (judged at the fixture's teardown; the
+        ``steering`` fixture judges its own)."""
 
     def _own_runs(self) -> list[_R]:
         return [r for r in self.ran if isinstance(r, self._kind)]
@@ -55,6 +58,11 @@ class _Runner(Generic[_R]):
     def _schedule(self, kwargs: dict[str, Any]) -> None:
         if "schedule" not in kwargs and self._wants("steering"):
             kwargs["schedule"] = self._fixture("steering")
+            return
+        given = kwargs.get("schedule")
+        wanted = self._fixture("steering") if self._wants("steering") else None
+        if given is not None and given is not wanted and given not in self.schedules:
+            self.schedules.append(given)
 
     def _finish(self, ran: Ran, provider: Any, check: bool) -> None:
         __tracebackhide__ = True

@@ -8,6 +8,7 @@ A ``SteeringSchedule`` says *when* user messages reach a running loop::
         .before_round(2, "remember: metric units")       # queued for the start of round 2
         .follow_up("now summarise")                      # when the model would finish
     )
+    schedule.when("book_flight", "wait, not that one", args={"seats": 2})  # by what it does
     trace = await run_loop(provider, "go", tools=[...], schedule=schedule)
 
 It is the loop's steering and follow-up source, and it takes the loop's ``PollPoint``: the loop
@@ -26,6 +27,12 @@ entry is delivered once, in the first matching run that reaches its point.
 Rounds and call indices are 0-based.  ``delivered`` lists what the schedule handed to the loop (a
 message handed over in a run's final round may still end up in the run's ``undelivered`` list:
 the loop reports it, it is never lost) and ``pending`` lists the entries no run reached.
+
+Conditions (``when``, see ``conditions``) and the simulated user (``simulated_user``, see
+``dialogue``) read what the run did: ``run_loop`` and ``run_exec`` feed the schedule each event
+(``observe``).  An entry no run reached is a failure: ``assert_complete`` raises
+``SteeringNotFired`` naming it (the ``steering`` fixture and the scenario runner call it), unless
+the entry was built with ``required=False``.
 """
 
 from __future__ import annotations
@@ -39,7 +46,11 @@ from openprogram import PollPoint, RunInfo
 from openprogram.loop import LoopConfig, effective_cap
 from openprogram.runs import wants_poll_point
 from openprogram.texts import clip
-from openprogram.types import UserMessage, user_messages
+from openprogram.types import AssistantMessage, Message, UserMessage, user_messages
+
+from .conditions import Condition, Predicate, RunWatch, SteeringConditionError, SteeringNotFired
+from .dialogue import Answer, DialogueMismatch, call_answer, parse_dialogue
+from .matchers import MadeCall, Matches
 
 MessageLike: TypeAlias = str | UserMessage
 """A scheduled message: a plain string becomes ``UserMessage(content=...)``."""
@@ -51,7 +62,9 @@ RunPath: TypeAlias = tuple[str, ...]
 RunLike: TypeAlias = str | Sequence[str] | None
 """How callers name a run: ``None``/``""`` (outermost), ``"a/b"`` or ``["a", "b"]``."""
 
-EntryKind: TypeAlias = Literal["after_tool", "after_call", "before_round", "follow_up"]
+EntryKind: TypeAlias = Literal[
+    "after_tool", "after_call", "before_round", "follow_up", "when", "user"
+]
 DeliveryKind: TypeAlias = Literal["steering", "follow_up"]
 
 _Source: TypeAlias = Callable[
@@ -83,9 +96,24 @@ class ScheduleEntry:
     round: int | None = None
     index: int | None = None
     run: RunPath = ()
+    required: bool = True
+    """``False``: the run may legitimately never reach this entry (not a failure)."""
+    condition: Condition | None = None
+    expect: Matches | None = None
+    """A simulated user's line: the pattern the agent's reply must fit."""
+    line: int | None = None
+    """A simulated user's line: its 0-based position in the dialogue."""
+    label: str | None = None
+    """Where the entry was written (``steering[2]`` in a scenario file), for failures."""
 
     def describe(self) -> str:
-        if self.kind == "after_tool":
+        if self.condition is not None:
+            where = self.condition.describe()
+        elif self.kind == "user":
+            where = f"simulated user line {self.line}"
+            if self.expect is not None:
+                where += f" (answers /{_short(self.expect.text, 60)}/)"
+        elif self.kind == "after_tool":
             where = f"after_tool({self.tool})"
         elif self.kind == "after_call":
             where = f"after_call(round={self.round}, index={self.index})"
@@ -93,6 +121,8 @@ class ScheduleEntry:
             where = f"before_round({self.round})"
         else:
             where = "follow_up"
+        if not self.required:
+            where += " (optional)"
         if self.run:
             where += f" in run {'/'.join(self.run)}"
         texts = ", ".join(repr(_short(m.text)) for m in self.messages)
@@ -142,15 +172,67 @@ class SteeringSchedule:
         self._chained_follow_up: _Source | None = None
         self._paths: dict[str, RunPath] = {}
         self._steered_rounds: set[tuple[str | None, int]] = set()
+        self._watches: dict[str | None, RunWatch] = {}
+        self._answerers: dict[RunPath, Answer] = {}
+        self._answered: set[RunPath] = set()  # callable users that said they are done
+        self._keep_history = False
+        self._hushed: set[RunPath] = set()  # dialogues ended by a mismatch
+        self.mismatches: list[DialogueMismatch] = []
+        self.polled = False
+        """Whether a loop ever polled the schedule (the pytest fixture judges only one that
+        ran)."""
 
     # -- building ---------------------------------------------------------------------------
     def after_tool(
-        self, k: int, message: MessageLike | Sequence[MessageLike], *, run: RunLike = None
+        self,
+        k: int,
+        message: MessageLike | Sequence[MessageLike],
+        *,
+        run: RunLike = None,
+        required: bool = True,
     ) -> SteeringSchedule:
         """Hand ``message`` to the loop right after the ``k``-th executed tool call of the run
-        (0-based, global across rounds; skipped calls are not counted)."""
+        (0-based, global across rounds; skipped calls are not counted).  ``required=False``:
+        a run that makes fewer calls is not a failure (every builder takes it)."""
         entry = ScheduleEntry("after_tool", _messages(message), tool=_index(k, "k"))
-        return self._add(entry, run)
+        return self._add(entry, run, required)
+
+    def when(
+        self,
+        condition: str | Predicate,
+        message: MessageLike | Sequence[MessageLike],
+        *,
+        args: Any = None,
+        nth: int = 1,
+        run: RunLike = None,
+        required: bool = True,
+    ) -> SteeringSchedule:
+        """Hand ``message`` over right after the ``nth`` (1-based) executed call of the tool
+        named ``condition`` whose arguments fit ``args`` (the listed keys, with the trajectory
+        matchers), or right after the first executed call at which ``condition(calls)`` holds
+        for the calls the run made so far (see ``conditions``)."""
+        entry = ScheduleEntry("when", _messages(message))
+        entry.condition = Condition.build(condition, args, nth)
+        return self._add(entry, run, required)
+
+    def simulated_user(
+        self, dialogue: Sequence[Any] | Answer, *, run: RunLike = None, required: bool = True
+    ) -> SteeringSchedule:
+        """Answer the agent when the model finishes, as a user would: each line of a scripted
+        dialogue once, in order (a line's ``expect`` must fit the reply it answers), or what
+        ``dialogue(last_reply, history)`` returns until it returns ``None`` (see ``dialogue``).
+        Scheduled ``follow_up`` entries due at the same point go first."""
+        path = run_path(run)
+        if callable(dialogue) and not isinstance(dialogue, Sequence):
+            if path in self._answerers:
+                raise ValueError("one callable simulated user per run")
+            self._answerers[path] = dialogue
+            self._keep_history = True
+            return self
+        for k, line in enumerate(parse_dialogue(dialogue)):
+            entry = ScheduleEntry("user", line.messages, expect=line.expect, line=k)
+            self._add(entry, run, required and line.required)
+        return self
 
     def after_call(
         self,
@@ -159,6 +241,7 @@ class SteeringSchedule:
         message: MessageLike | Sequence[MessageLike],
         *,
         run: RunLike = None,
+        required: bool = True,
     ) -> SteeringSchedule:
         """Hand ``message`` over right after call ``index`` of round ``round`` (both 0-based)."""
         entry = ScheduleEntry(
@@ -167,25 +250,35 @@ class SteeringSchedule:
             round=_index(round, "round"),
             index=_index(index, "index"),
         )
-        return self._add(entry, run)
+        return self._add(entry, run, required)
 
     def before_round(
-        self, round: int, message: MessageLike | Sequence[MessageLike], *, run: RunLike = None
+        self,
+        round: int,
+        message: MessageLike | Sequence[MessageLike],
+        *,
+        run: RunLike = None,
+        required: bool = True,
     ) -> SteeringSchedule:
         """Queue ``message`` so it is delivered at the start of round ``round`` (round 0: with the
         prompt).  If steering already ends the previous round's batch, it travels with it."""
         entry = ScheduleEntry("before_round", _messages(message), round=_index(round, "round"))
-        return self._add(entry, run)
+        return self._add(entry, run, required)
 
     def follow_up(
-        self, message: MessageLike | Sequence[MessageLike], *, run: RunLike = None
+        self,
+        message: MessageLike | Sequence[MessageLike],
+        *,
+        run: RunLike = None,
+        required: bool = True,
     ) -> SteeringSchedule:
         """Deliver ``message`` as a follow-up the next time the model finishes.  Each call is one
         follow-up batch: ``.follow_up("a").follow_up("b")`` continues the run twice."""
-        return self._add(ScheduleEntry("follow_up", _messages(message)), run)
+        return self._add(ScheduleEntry("follow_up", _messages(message)), run, required)
 
-    def _add(self, entry: ScheduleEntry, run: RunLike) -> SteeringSchedule:
+    def _add(self, entry: ScheduleEntry, run: RunLike, required: bool) -> SteeringSchedule:
         entry.run = run_path(run)
+        entry.required = bool(required)
         self.entries.append(entry)
         return self
 
@@ -194,6 +287,35 @@ class SteeringSchedule:
     def pending(self) -> list[ScheduleEntry]:
         """Entries never handed to the loop (no run reached their point)."""
         return [e for e in self.entries if id(e) not in self._done]
+
+    @property
+    def unfired(self) -> list[ScheduleEntry]:
+        """Required entries no run reached (the lines after a dialogue mismatch are not
+        counted: the mismatch is the failure)."""
+        return [
+            e
+            for e in self.pending
+            if e.required and not (e.kind == "user" and e.run in self._hushed)
+        ]
+
+    def calls_seen(self) -> dict[str, list[MadeCall]]:
+        """The calls each run executed, as the schedule saw them, by run path (``""``: the
+        outermost run); runs at the same path are listed together."""
+        out: dict[str, list[MadeCall]] = {}
+        for watch in self._watches.values():
+            out.setdefault("/".join(watch.path), []).extend(watch.made)
+        return out
+
+    def assert_complete(self) -> None:
+        """Raise ``DialogueMismatch`` for the first dialogue line whose expectation the agent's
+        reply did not fit, else ``SteeringNotFired`` naming the required entries no run reached
+        (and the calls the runs made)."""
+        __tracebackhide__ = True
+        if self.mismatches:
+            raise self.mismatches[0]
+        unfired = self.unfired
+        if unfired:
+            raise SteeringNotFired(unfired, self.calls_seen())
 
     @property
     def messages(self) -> list[UserMessage]:
@@ -259,22 +381,64 @@ class SteeringSchedule:
         if follow_up is not None and follow_up != self.follow_ups:
             self._chained_follow_up = follow_up
 
+    # -- what the runs do -------------------------------------------------------------------
+    def observe(self, run: RunInfo | None, event: Any) -> None:
+        """Take one event of a run (``run``: the ``Runtime`` run, ``None`` for a bare loop), so
+        conditions and the simulated user can read what the run did.  ``run_loop`` and
+        ``run_exec`` call it; call it yourself for each event of a loop you run around
+        ``configure``.  The signature is a ``Runtime.observe`` observer's."""
+        if run is not None and run.kind != "exec":
+            return
+        key = run.run_id if run is not None else None
+        watch = self._watches.get(key)
+        if watch is None:
+            watch = self._watches[key] = RunWatch(path=self._path(run))
+        watch.see(event, self._keep_history)
+
+    def _watch(self, point: PollPoint, path: RunPath) -> RunWatch:
+        key = point.run.run_id if point.run is not None else None
+        watch = self._watches.get(key)
+        if watch is None:
+            watch = self._watches[key] = RunWatch(path=path)
+        return watch
+
+    def _fires(self, entry: ScheduleEntry, watch: RunWatch, made: MadeCall | None) -> bool:
+        """Whether a ``when`` entry fires after the call just executed (``made``)."""
+        condition = entry.condition
+        assert condition is not None
+        if made is None:
+            raise SteeringConditionError(
+                f"{entry.describe()}: the schedule never saw this run's events, so it cannot "
+                "tell which call was made; run it with run_loop/run_exec (or loop_runner/"
+                "exec_runner), or pass each event to schedule.observe"
+            )
+        if condition.predicate is not None:
+            return condition.holds(watch.made)
+        if not condition.fits(made):
+            return False
+        count = watch.counts[id(entry)] = watch.counts.get(id(entry), 0) + 1
+        return count == condition.nth
+
     # -- the sources ------------------------------------------------------------------------
     async def steering(self, point: PollPoint) -> list[UserMessage]:
         """The loop's steering source: what is due at ``point``, then the chained source's."""
         if point.run is not None and point.run.kind != "exec":
             return await _call(self._chained_steering, point)  # a choices= ask: not a target
+        self.polled = True
         path = self._path(point.run)
         key = (point.run.run_id if point.run is not None else None, point.round)
         out: list[UserMessage] = []
         if point.call_index is not None:
             k = point.calls_in_run - 1
             i = point.call_index
+            watch = self._watch(point, path)
+            made = watch.executed(i, "/".join(path))
             for e in self._due(
                 path,
                 lambda e: (
                     (e.kind == "after_tool" and e.tool == k)
                     or (e.kind == "after_call" and e.round == point.round and e.index == i)
+                    or (e.kind == "when" and self._fires(e, watch, made))
                 ),
             ):
                 out.extend(self._deliver(e, "steering", point, after_tool=k, call_index=i))
@@ -304,14 +468,62 @@ class SteeringSchedule:
         source's messages."""
         if point.run is not None and point.run.kind != "exec":
             return await _call(self._chained_follow_up, point)
+        self.polled = True
         path = self._path(point.run)
         out: list[UserMessage] = []
         due = self._due(path, lambda e: e.kind == "follow_up")
         if due:
             out.extend(self._deliver(due[0], "follow_up", point, round=point.round + 1))
+        else:
+            out.extend(self._user_says(point, path))
         extra = await _call(self._chained_follow_up, point)
         out.extend(self._record(extra, "follow_up", point, round=point.round + 1))
         return out
+
+    def _user_says(self, point: PollPoint, path: RunPath) -> list[UserMessage]:
+        """The simulated user's answer to the run's latest reply: the next dialogue line (if
+        the reply fits its expectation), else the callable's answer; nothing once done."""
+        if path in self._hushed:
+            return []
+        lines = self._due(path, lambda e: e.kind == "user")
+        answer = self._answerers.get(path)
+        if not lines and (answer is None or path in self._answered):
+            return []
+        watch = self._watch(point, path)
+        if lines:
+            line = lines[0]
+            if line.expect is not None:
+                reply = self._reply(watch, line.describe())
+                if not line.expect(reply):
+                    self._hushed.add(path)
+                    say = " ".join(m.text for m in line.messages)
+                    run = "/".join(path)
+                    self.mismatches.append(
+                        DialogueMismatch(line.line or 0, say, line.expect.text, reply, run)
+                    )
+                    return []
+            return self._deliver(line, "follow_up", point, round=point.round + 1)
+        assert answer is not None
+        history: list[Message] = watch.history
+        said = call_answer(answer, self._reply(watch, "the simulated user"), history)
+        if not said:
+            self._answered.add(path)
+            return []
+        said_before = sum(1 for e in self.entries if e.kind == "user" and e.run == path)
+        entry = ScheduleEntry("user", said, run=path, line=said_before)
+        self.entries.append(entry)  # recorded like a line, so deliveries name it
+        return self._deliver(entry, "follow_up", point, round=point.round + 1)
+
+    @staticmethod
+    def _reply(watch: RunWatch, who: str) -> str:
+        if not watch.seen:
+            raise SteeringConditionError(
+                f"{who}: the schedule never saw this run's events, so it cannot read the "
+                "agent's reply; run it with run_loop/run_exec (or loop_runner/exec_runner), or "
+                "pass each event to schedule.observe"
+            )
+        reply: AssistantMessage | None = watch.reply
+        return reply.text if reply is not None else ""
 
     # -- bookkeeping ------------------------------------------------------------------------
     def _path(self, run: RunInfo | None) -> RunPath:

@@ -263,11 +263,14 @@ async def run_loop(
     annotations: list[Annotation] = []
     failure: BaseException | None = None
     clock = time.perf_counter
+    watch = schedule.observe if schedule is not None else None
     with recording(_Notes(events, annotations)):
         try:
             async for event in stream:
                 events.append(event)
                 times.append(clock())
+                if watch is not None:  # before the loop polls: conditions read this call
+                    watch(None, event)
         except BaseException as exc:  # re-raised below, once the trace exists
             failure = exc
 

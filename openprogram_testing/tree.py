@@ -230,7 +230,7 @@ async def run_exec(
     result: Any = None
     failure: BaseException | None = None
     try:
-        with runtime.observe(recorder), recording(recorder):
+        with runtime.observe(recorder), runtime.observe(sched.observe), recording(recorder):
             result = await runtime.aexec(content, **exec_kwargs)
     except BaseException as exc:  # re-raised below, once the tree exists
         failure = exc

@@ -18,6 +18,10 @@ class Coverage:
     runs: int = 0
     runs_by_behaviour: dict[str, int] = field(default_factory=dict)
     occurrences: dict[str, int] = field(default_factory=dict)
+    trajectory: dict[str, list[str]] = field(default_factory=dict)
+    """Which tests checked a trajectory (``assert_trajectory`` / ``expect.trajectory``), by
+    mode: ``{"strict": [test ids], ...}``.  The behaviours say what the runs did; this says
+    which tests judged the calls the model chose."""
 
     def add(self, counts: Mapping[str, int]) -> None:
         """Count one run, given what it exhibited (``behaviours.exhibited``)."""
@@ -26,6 +30,23 @@ class Coverage:
             if n > 0:
                 self.runs_by_behaviour[name] = self.runs_by_behaviour.get(name, 0) + 1
                 self.occurrences[name] = self.occurrences.get(name, 0) + n
+
+    def add_trajectories(self, tests: Iterable[Mapping[str, Any]]) -> None:
+        """Note the trajectory checks of each test (its ``trajectory`` list of checks, each
+        with a ``mode``), once per test and mode."""
+        for test in tests:
+            name = str(test.get("nodeid") or test.get("name") or "?")
+            checks = test.get("trajectory") or []
+            for mode in dict.fromkeys(str(c.get("mode")) for c in checks if isinstance(c, Mapping)):
+                self.trajectory.setdefault(mode, []).append(name)
+
+    def trajectory_line(self) -> str:
+        """``trajectory checked by 3 tests: strict 2, subset 1`` (or that none did)."""
+        tests = {t for names in self.trajectory.values() for t in names}
+        if not tests:
+            return "trajectory checked by no test (assert_trajectory / expect.trajectory)"
+        modes = ", ".join(f"{m} {len(n)}" for m, n in sorted(self.trajectory.items()))
+        return f"trajectory checked by {len(tests)} test{'s' if len(tests) != 1 else ''}: {modes}"
 
     @classmethod
     def of(cls, runs: Iterable[Mapping[str, int]]) -> Coverage:
@@ -76,6 +97,7 @@ class Coverage:
             )
         if self.missing:
             lines.append("never exercised: " + ", ".join(b.name for b in self.missing))
+        lines.append(self.trajectory_line())
         return "\n".join(lines)
 
 

@@ -31,6 +31,7 @@ import pytest
 _RUNS = pytest.StashKey[list[dict[str, Any]]]()
 _FLUSH = pytest.StashKey[Any]()
 _HTTP = pytest.StashKey[list[Any]]()
+_TRAJECTORIES = pytest.StashKey[list[dict[str, Any]]]()
 PLUGIN_NAME = "openprogram-report"
 
 
@@ -164,20 +165,27 @@ class RunRecorder:
             remove_trace_listener,
         )
         from ..trace import LoopTrace
+        from ..trajectory import add_trajectory_listener, remove_trajectory_listener
         from .record import RunCollector
 
         collector = RunCollector()
         item.stash[_RUNS] = collector.runs
         exchanges: list[Any] = []  # HTTP served to the test's clients (emulator, cassette)
         item.stash[_HTTP] = exchanges
+        checks: list[dict[str, Any]] = item.stash.setdefault(_TRAJECTORIES, [])
         lock = threading.Lock()
 
         def listener(trace: LoopTrace) -> None:
             with lock:
                 collector.add(trace)
 
+        def checked(check: dict[str, Any]) -> None:
+            with lock:
+                checks.append(check)
+
         add_trace_listener(listener)
         add_exchange_listener(exchanges.append)
+        add_trajectory_listener(checked)
         try:
             with capture_runs() as captured:
 
@@ -192,6 +200,7 @@ class RunRecorder:
         finally:
             remove_exchange_listener(exchanges.append)
             remove_trace_listener(listener)
+            remove_trajectory_listener(checked)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -217,6 +226,8 @@ class RunRecorder:
 
                 http = whole_values(http_records(exchanges))
                 report.openprogram_http = http  # type: ignore[attr-defined]
+            checks = item.stash.get(_TRAJECTORIES, [])
+            report.openprogram_trajectory = whole_values(list(checks))  # type: ignore[attr-defined]
         return report
 
 
@@ -327,6 +338,9 @@ class SessionReport:
         http = getattr(report, "openprogram_http", None)
         if http:
             entry.setdefault("http", []).extend(http)
+        checks = getattr(report, "openprogram_trajectory", None)
+        if checks:
+            entry.setdefault("trajectory", []).extend(checks)
         repeat = getattr(report, "openprogram_repeat", None)
         if isinstance(repeat, dict):
             from ..repeat import summary
@@ -343,6 +357,7 @@ class SessionReport:
 
         tests = self.entries()
         self.coverage = Coverage.of(run.get("behaviours") or {} for t in tests for run in t["runs"])
+        self.coverage.add_trajectories(tests)
         target = self.config.getoption("--openprogram-html", default=None)
         if target:
             self.html = write_html(

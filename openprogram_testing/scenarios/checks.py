@@ -151,6 +151,7 @@ def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
                 )
             )
     _check_run_paths(scenario, menus, found)
+    _check_when_tools(scenario, menus, offered | declared, unreadable, found)
     for i, tool in enumerate(scenario.tools):
         outcomes: list[tuple[Loc, Any]] = [(("tools", i), tool)]
         outcomes += [(("tools", i, "sequence", k), o) for k, o in enumerate(tool.sequence or [])]
@@ -181,6 +182,31 @@ def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
                 f"tool_choice names tool {choice.name!r}, which is not declared in 'tools'",
             )
         )
+
+
+def _check_when_tools(
+    scenario: Scenario, menus: Menus, offered: set[str], unreadable: bool, found: Found
+) -> None:
+    """``steering[].when.tool`` names a tool its run offers (any run's, without ``run``): a
+    condition on a tool nobody offers would never fire."""
+    from ..steering import run_path
+
+    for i, entry in enumerate(scenario.steering):
+        if entry.when is None:
+            continue
+        name = entry.when.tool
+        path = run_path(entry.run)
+        if entry.run is not None:
+            menu = menus.get(path, set())
+            if menu is None or name in menu or path not in menus:
+                continue  # a menu only the code shows, or a run path reported on its own
+            listed = ", ".join(sorted(menu)) or "none"
+            text = f"run {entry.run} offers no tool {name!r} (it offers {listed})"
+        else:
+            if name in offered or unreadable:
+                continue
+            text = f"no run offers tool {name!r} ({describe(menus)})"
+        found.append((("steering", i, "when", "tool"), text + ": the condition could never fire"))
 
 
 def _check_run_paths(scenario: Scenario, menus: Menus, found: Found) -> None:

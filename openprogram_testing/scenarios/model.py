@@ -364,32 +364,71 @@ class CallPosition(_Strict):
     index: int = Field(ge=0)
 
 
+class WhenDef(_Strict):
+    """A steering condition: right after the ``nth`` (1-based) executed call of ``tool`` whose
+    arguments fit ``args`` (the listed keys; values may be ``{$regex: ...}`` or
+    ``{$approx: ..., $abs: ...}``, as in ``expect.trajectory``)."""
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+    nth: int = Field(default=1, ge=1)
+
+    @field_validator("args")
+    @classmethod
+    def _matchers(cls, args: dict[str, Any] | None) -> dict[str, Any] | None:
+        if args is not None:
+            from ..matchers import value_matcher
+
+            value_matcher(args)  # a bad pattern or tolerance fails here, positioned
+        return args
+
+
 class SteeringDef(_Strict):
     """One scheduled user message: exactly one of ``after_tool`` (global 0-based index of executed
     calls), ``after_call`` (call ``index`` of round ``round``), ``before_round`` (0 = with the
-    prompt) or ``follow_up: true``.  ``run`` targets a nested run by the path of tool names
-    that led to it (``plan_trip/compare_options``), as ``SteeringSchedule``'s ``run=`` does;
-    the default is the outermost run."""
+    prompt), ``when`` (a condition on the calls the run makes) or ``follow_up: true``.  ``run``
+    targets a nested run by the path of tool names that led to it (``plan_trip/compare_options``),
+    as ``SteeringSchedule``'s ``run=`` does; the default is the outermost run.  An entry no run
+    reaches fails the scenario unless ``optional: true``."""
 
     message: str
     run: str | None = Field(default=None, min_length=1)
     after_tool: int | None = Field(default=None, ge=0)
     after_call: CallPosition | None = None
     before_round: int | None = Field(default=None, ge=0)
+    when: WhenDef | None = None
     follow_up: bool = False
+    optional: bool = False
 
     @model_validator(mode="after")
     def _one_position(self) -> SteeringDef:
-        positions = ("after_tool", "after_call", "before_round")
+        positions = ("after_tool", "after_call", "before_round", "when")
         given = [n for n in positions if getattr(self, n) is not None]
         if self.follow_up:
             given.append("follow_up")
         if len(given) != 1:
             raise ValueError(
                 "a steering entry needs exactly one of after_tool, after_call, before_round, "
-                "follow_up" + (f" (got {', '.join(given)})" if given else "")
+                "when, follow_up" + (f" (got {', '.join(given)})" if given else "")
             )
         return self
+
+
+class UserLineDef(_Strict):
+    """One line of the simulated user: what it ``say``s when the model finishes, if the agent's
+    reply fits ``expect`` (a regular expression searched in the reply's text; a reply that does
+    not fit fails the scenario naming both).  ``optional: true``: the run may end before it."""
+
+    say: str
+    expect: Regex | None = None
+    optional: bool = False
+
+    @field_validator("say")
+    @classmethod
+    def _says_something(cls, say: str) -> str:
+        if not say.strip():
+            raise ValueError("a simulated user's line says something")
+        return say
 
 
 # -- options and expectations -----------------------------------------------------------------
@@ -472,6 +511,9 @@ class Scenario(_Strict):
     schema_driven: SchemaDrivenDef | None = None
     steering: list[SteeringDef] = Field(default_factory=list)
     follow_ups: list[str] = Field(default_factory=list)
+    simulated_user: list[str | UserLineDef] = Field(default_factory=list)
+    """A scripted user answering the agent each time the model finishes, one line per answer
+    (a plain string answers whatever the agent said); after the ``follow_ups``."""
     options: LoopOptions = Field(default_factory=LoopOptions)
     expect: Expectations = Field(default_factory=Expectations)
     check_invariants: bool = True
@@ -488,6 +530,14 @@ class Scenario(_Strict):
     _path: Path | None = PrivateAttr(default=None)
     _root: Path | None = PrivateAttr(default=None)
     _imported: dict[int, list[Any]] = PrivateAttr(default_factory=dict)
+
+    @field_validator("simulated_user")
+    @classmethod
+    def _lines_say_something(cls, lines: list[str | UserLineDef]) -> list[str | UserLineDef]:
+        empty = [k for k, line in enumerate(lines) if isinstance(line, str) and not line.strip()]
+        if empty:
+            raise ValueError(f"line {empty[0]} is empty: a simulated user's line says something")
+        return lines
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
@@ -562,5 +612,6 @@ MODEL_NAMES = {
     "FunctionChoice": "a mapping {type: function, name: ...}",
     "CallPosition": "a mapping {round, index}",
     "TrajectoryCall": "a mapping {name, args}",
+    "UserLineDef": "a mapping {say, expect}",
 }
 """Model names pydantic uses as union-branch tags, and how a message names them."""

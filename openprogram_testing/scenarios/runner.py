@@ -192,6 +192,7 @@ async def arun_scenario(
         except AssertionError as exc:
             failures.append(f"model script: {exc}")
         failures.extend(check_menus(provider, trace, scenario))
+    failures.extend(_check_schedule(trace))
     check_deadline = max(deadline, time.monotonic() + MIN_CHECK_S)
     failures.extend(check_expectations(scenario, trace, deadline=check_deadline))
     if scenario.check_invariants:
@@ -218,6 +219,20 @@ async def arun_scenario(
         snapshot_written=written,
         tree=tree,
     )
+
+
+def _check_schedule(ran: Any) -> list[str]:
+    """The steering entries no run reached and the simulated user's mismatches, as failures
+    (``SteeringSchedule.assert_complete``)."""
+    outer = getattr(ran, "trace", ran)  # a TraceTree's outermost run, or the trace itself
+    schedule = getattr(outer, "schedule", None)
+    if schedule is None:
+        return []
+    try:
+        schedule.assert_complete()
+    except AssertionError as exc:
+        return [str(exc)]
+    return []
 
 
 def _check_invariants(ran: Any) -> list[str]:
@@ -458,26 +473,46 @@ def build_provider(scenario: Scenario) -> Any:
 
 
 def build_schedule(scenario: Scenario) -> Any:
-    """The ``SteeringSchedule`` of ``steering`` and ``follow_ups`` (``None`` if both are empty)."""
-    if not scenario.steering and not scenario.follow_ups:
+    """The ``SteeringSchedule`` of ``steering``, ``follow_ups`` and ``simulated_user`` (``None``
+    if all are empty).  Each entry carries its place in the file, for the failure of an entry
+    never reached."""
+    if not scenario.steering and not scenario.follow_ups and not scenario.simulated_user:
         return None
+    from ..dialogue import UserLine
     from ..steering import SteeringSchedule
 
     schedule = SteeringSchedule()
-    for entry in scenario.steering:
-        run = entry.run
+    for i, entry in enumerate(scenario.steering):
+        run, required, when = entry.run, not entry.optional, entry.when
         if entry.after_tool is not None:
-            schedule.after_tool(entry.after_tool, entry.message, run=run)
+            schedule.after_tool(entry.after_tool, entry.message, run=run, required=required)
         elif entry.after_call is not None:
+            position = entry.after_call
             schedule.after_call(
-                entry.after_call.round, entry.after_call.index, entry.message, run=run
+                position.round, position.index, entry.message, run=run, required=required
             )
         elif entry.before_round is not None:
-            schedule.before_round(entry.before_round, entry.message, run=run)
+            schedule.before_round(entry.before_round, entry.message, run=run, required=required)
+        elif when is not None:
+            schedule.when(
+                when.tool, entry.message, args=when.args, nth=when.nth, run=run, required=required
+            )
         else:
-            schedule.follow_up(entry.message, run=run)
-    for message in scenario.follow_ups:
+            schedule.follow_up(entry.message, run=run, required=required)
+        schedule.entries[-1].label = f"steering[{i}]"
+    for k, message in enumerate(scenario.follow_ups):
         schedule.follow_up(message)
+        schedule.entries[-1].label = f"follow_ups[{k}]"
+    lines = [
+        UserLine(line)
+        if isinstance(line, str)
+        else UserLine(line.say, line.expect, not line.optional)
+        for line in scenario.simulated_user
+    ]
+    if lines:
+        schedule.simulated_user(lines)
+        for k, said in enumerate(schedule.entries[-len(lines) :]):
+            said.label = f"simulated_user[{k}]"
     return schedule
 
 

@@ -251,7 +251,7 @@ def test_steering_and_mutation_need_exactly_one_position_or_kind() -> None:
         "prompt: hi\nscript: [x]\nsteering:\n  - {message: m, after_tool: 0, before_round: 1}\n"
     ) == (
         "s.yaml:4:5: steering[0]: a steering entry needs exactly one of after_tool, after_call, "
-        "before_round, follow_up (got after_tool, before_round)"
+        "before_round, when, follow_up (got after_tool, before_round)"
     )
     assert error_of(
         "prompt: hi\ncassette: {path: c.yaml, api: anthropic, faults: [{interaction: 0}]}\n"

@@ -1,0 +1,299 @@
+"""Argument matchers: how a tool call the run made is compared with one a test names.
+
+``assert_trajectory`` pairs whole runs of calls; steering conditions (``SteeringSchedule.when``)
+fire on one call.  Both compare a call with the same matchers, defined here once: ``MadeCall``
+and ``ExpectedCall`` (the two sides), ``value_matcher`` (the YAML forms ``{$regex: ...}`` and
+``{$approx: ..., $abs: ..., $rel: ...}``, compiled patterns, callables) and
+``arguments_difference`` (``exact``, ``ignore``, ``subset``, or a check per tool).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from openprogram.texts import clip
+
+ArgMode: TypeAlias = Literal["exact", "ignore", "subset"]
+ArgCheck: TypeAlias = "ArgMode | Callable[[Mapping[str, Any], Mapping[str, Any]], bool]"
+"""How one tool's arguments are compared: a mode, or ``check(expected_args, actual_args)``."""
+ARG_MODES: tuple[str, ...] = ("exact", "ignore", "subset")
+
+
+# -- the two sides -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MadeCall:
+    """One tool call of the run: its position (0-based over the calls compared), the model's
+    ``name`` and ``arguments`` (``raw_arguments`` when they were not JSON) and ``lane``, the
+    path of the run that made it (``"plan/survey"``; ``""`` for the outer run)."""
+
+    index: int
+    name: str
+    arguments: Mapping[str, Any]
+    raw_arguments: str | None
+    id: str
+    lane: str = ""
+
+    def describe(self) -> str:
+        where = f" in run {self.lane}" if self.lane else ""
+        if self.raw_arguments is not None:
+            shown = f"non-JSON arguments {_clip(self.raw_arguments)!r}"
+        else:
+            shown = _clip(_json(self.arguments))
+        return f"call {self.index} {self.name} {shown} ({self.id}{where})"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedCall:
+    """One entry of ``expected``: a tool name, and the arguments to compare (``None``: the name
+    alone is checked), either a mapping (values may be matchers) or ``check(actual_args)``."""
+
+    index: int
+    name: str
+    args: Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None = None
+
+    def describe(self) -> str:
+        if self.args is None:
+            return f"{self.name} (any arguments)"
+        if callable(self.args):
+            return f"{self.name} (arguments checked by {callable_name(self.args)})"
+        return f"{self.name} {_clip(_json(self.args))}"
+
+
+# -- argument matching ---------------------------------------------------------------------------
+
+
+class Approx:
+    """A number within ``abs`` (absolute) or ``rel`` (relative) of ``value``; YAML:
+    ``{$approx: 100, $abs: 5}``.  Booleans and non-numbers never match."""
+
+    __slots__ = ("abs", "rel", "value")
+
+    def __init__(self, value: float, *, abs: float = 0.0, rel: float = 0.0) -> None:
+        if not all(_is_number(v) for v in (value, abs, rel)) or abs < 0 or rel < 0:
+            raise ValueError(f"approx needs numbers and tolerances >= 0, got {value!r}")
+        self.value, self.abs, self.rel = float(value), float(abs), float(rel)
+
+    def __call__(self, actual: Any) -> bool:
+        if not _is_number(actual):
+            return False
+        try:
+            got = float(actual)
+        except OverflowError:  # an int too large for a float is near no finite value
+            return False
+        tolerance = max(self.abs, self.rel * abs(self.value))
+        return math.isfinite(got) and abs(got - self.value) <= tolerance
+
+    def __repr__(self) -> str:
+        return f"approx({self.value:g}, abs={self.abs:g}, rel={self.rel:g})"
+
+
+class Matches:
+    """A string the regular expression ``pattern`` finds a match in (``search``); YAML:
+    ``{$regex: "^Os"}``.  A pattern given as text runs on the ``regex`` engine when it is
+    installed, stopped after ``MATCH_TIME_LIMIT_S`` (a pattern that backtracks without end is
+    an error naming it, not a hung test); a compiled ``re.Pattern`` runs as it is."""
+
+    __slots__ = ("pattern", "text")
+
+    def __init__(self, pattern: str | re.Pattern[str]) -> None:
+        self.text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+        try:
+            if isinstance(pattern, re.Pattern):
+                self.pattern: Any = pattern
+            else:
+                self.pattern = _engine().compile(pattern)
+        except Exception as exc:  # re.error, regex.error, TypeError: all a bad pattern
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+    def __call__(self, actual: Any) -> bool:
+        if not isinstance(actual, str):
+            return False
+        if isinstance(self.pattern, re.Pattern):
+            return self.pattern.search(actual) is not None
+        try:
+            return self.pattern.search(actual, timeout=MATCH_TIME_LIMIT_S) is not None
+        except TimeoutError:
+            raise ValueError(
+                f"the regular expression {self.text!r} did not finish within "
+                f"{MATCH_TIME_LIMIT_S:g} s (catastrophic backtracking?); simplify it"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"matches({self.text!r})"
+
+
+MATCH_TIME_LIMIT_S = 5.0
+"""How long one ``Matches`` search may take on the ``regex`` engine."""
+
+
+def _engine() -> Any:
+    try:
+        import regex
+    except ImportError:  # the harness without its testing extra: the standard engine
+        return re
+    return regex
+
+
+def value_matcher(value: Any) -> Any:
+    """``value`` as it is compared: the YAML matcher forms (``{$regex: ...}``, ``{$approx: ...,
+    $abs: ..., $rel: ...}``) become matchers, a compiled pattern becomes ``Matches``, and
+    mappings and lists are converted inside; anything else is compared with ``==`` (so
+    ``pytest.approx`` works too) or, if callable, called with the actual value."""
+    if isinstance(value, re.Pattern):
+        return Matches(value)
+    if isinstance(value, Mapping):
+        keys = set(value)
+        if keys == {"$regex"}:
+            return Matches(value["$regex"])
+        if "$approx" in keys and keys <= {"$approx", "$abs", "$rel"}:
+            return Approx(value["$approx"], abs=value.get("$abs", 0.0), rel=value.get("$rel", 0.0))
+        return {k: value_matcher(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [value_matcher(v) for v in value]
+    return value
+
+
+def value_difference(want: Any, got: Any, path: str) -> str | None:
+    """The first place ``got`` does not fit ``want`` (``path: expected ..., got ...``), else
+    ``None``.  Mappings need the same keys, lists the same length."""
+    if isinstance(want, Approx | Matches) or (callable(want) and not isinstance(want, type)):
+        return None if want(got) else f"{path}: {got!r} does not fit {callable_name(want)}"
+    if isinstance(want, Mapping):
+        if not isinstance(got, Mapping):
+            return f"{path}: expected an object, got {_clip(_json(got))}"
+        for key in want:
+            if key not in got:
+                return f"{path}.{key}: missing (expected {_clip(_json(want[key]))})"
+            found = value_difference(want[key], got[key], f"{path}.{key}")
+            if found:
+                return found
+        extra = [k for k in got if k not in want]
+        return (
+            f"{path}.{extra[0]}: not expected (got {_clip(_json(got[extra[0]]))})"
+            if extra
+            else None
+        )
+    if isinstance(want, list):
+        if not isinstance(got, list):
+            return f"{path}: expected a list, got {_clip(_json(got))}"
+        for i, (w, g) in enumerate(zip(want, got, strict=False)):
+            found = value_difference(w, g, f"{path}[{i}]")
+            if found:
+                return found
+        if len(want) != len(got):
+            return f"{path}: expected {len(want)} item(s), got {len(got)}"
+        return None
+    if isinstance(want, bool) != isinstance(got, bool) or not want == got:
+        return f"{path}: expected {_clip(_json(want))}, got {_clip(_json(got))}"
+    return None
+
+
+def arguments_difference(expected: ExpectedCall, made: MadeCall, check: ArgCheck) -> str | None:
+    """Why ``made``'s arguments do not fit ``expected`` under ``check``, else ``None``.  Non-JSON
+    arguments fit nothing but ``ignore``: the tool never ran with them."""
+    if expected.args is None or check == "ignore":
+        return None
+    if made.raw_arguments is not None:
+        return f"args: the model's arguments were not JSON: {_clip(made.raw_arguments)!r}"
+    if callable(expected.args):
+        ok = call_check(expected.args, made.arguments)
+        return None if ok else f"args: rejected by {callable_name(expected.args)}"
+    if callable(check):
+        ok = call_check(check, expected.args, made.arguments)
+        return None if ok else f"args: rejected by {callable_name(check)}"
+    want = value_matcher(expected.args)
+    if check == "subset":
+        for key, value in want.items():
+            if key not in made.arguments:
+                return f"args.{key}: missing (expected {_clip(_json(value))})"
+            found = value_difference(value, made.arguments[key], f"args.{key}")
+            if found:
+                return found
+        return None
+    return value_difference(want, dict(made.arguments), "args")
+
+
+def call_check(check: Callable[..., Any], *values: Any) -> bool:
+    try:
+        return bool(check(*values))
+    except Exception as exc:  # a check that raises is a failed check, named in the message
+        raise ValueError(f"argument check {callable_name(check)} raised {exc!r}") from exc
+
+
+def expected_calls(expected: Sequence[Any]) -> list[ExpectedCall]:
+    """``expected`` as entries: a tool name, a ``(name, args)`` pair, or a mapping with
+    ``name`` and optional ``args``.  Anything else is a ``ValueError`` naming the entry."""
+    if isinstance(expected, str | bytes | Mapping):
+        raise TypeError("expected is a list of calls (tool names or {name, args} mappings)")
+    out: list[ExpectedCall] = []
+    for k, entry in enumerate(expected):
+        if isinstance(entry, str):
+            out.append(ExpectedCall(k, entry))
+        elif isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str):
+            out.append(ExpectedCall(k, entry[0], _args(k, entry[1])))
+        elif hasattr(entry, "name") and isinstance(getattr(entry, "arguments", None), Mapping):
+            out.append(ExpectedCall(k, entry.name, entry.arguments))  # a ToolCall or MadeCall
+        elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            unknown = set(entry) - {"name", "args"}
+            if unknown:
+                raise ValueError(f"expected[{k}]: unknown key(s) {sorted(unknown)}; use name, args")
+            out.append(ExpectedCall(k, entry["name"], _args(k, entry.get("args"))))
+        else:
+            raise ValueError(
+                f"expected[{k}] must be a tool name, (name, args) or {{name, args}}, got {entry!r}"
+            )
+    return out
+
+
+def _args(k: int, args: Any) -> Any:
+    if args is None or callable(args) or isinstance(args, Mapping):
+        if isinstance(args, Mapping):
+            value_matcher(args)  # a bad regex or tolerance fails here, naming the entry
+        return args
+    raise ValueError(f"expected[{k}].args must be a mapping or a callable, got {args!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return clip(text, limit)
+
+
+def callable_name(check: Any) -> str:
+    if isinstance(check, Approx | Matches):
+        return repr(check)
+    return getattr(check, "__qualname__", None) or repr(check)
+
+
+__all__ = [
+    "ARG_MODES",
+    "MATCH_TIME_LIMIT_S",
+    "Approx",
+    "ArgCheck",
+    "ArgMode",
+    "ExpectedCall",
+    "MadeCall",
+    "Matches",
+    "arguments_difference",
+    "call_check",
+    "callable_name",
+    "expected_calls",
+    "value_difference",
+    "value_matcher",
+]
