@@ -16,21 +16,43 @@ from .commands import UsageProblem, app, out
 
 @app.command()
 def scaffold(
-    cassette: Annotated[Path, typer.Argument(help="The recorded cassette to turn into a test.")],
+    cassette: Annotated[
+        Path,
+        typer.Argument(
+            help="A recorded cassette, an HTML report (with --test) or a run record JSON file."
+        ),
+    ],
     out_file: Annotated[Path, typer.Option("--out", "-o", help="Scenario file to write.")],
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="module:attr of your real tools (instead of stubs)."),
+        typer.Option("--agent", help="module:attr of your real tools (a cassette only)."),
+    ] = None,
+    test: Annotated[
+        str | None,
+        typer.Option("--test", help="The report's test: its id, or a unique part of it."),
+    ] = None,
+    run: Annotated[
+        int | None, typer.Option("--run", help="Which run of the test (1-based).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
-    """Write a scenario that replays CASSETTE and expects what the recorded run did."""
+    """Write a scenario that replays CASSETTE (a recording, or a run of an HTML report or of a
+    run record JSON file) and expects what the recorded run did."""
     from .scenarios.scaffold import ScaffoldError, scaffold_cassette
+    from .scenarios.scaffold_record import scaffold_record
 
     if out_file.exists() and not force:
         raise UsageProblem(f"{out_file} exists; pass --force to overwrite it")
+    from_report = cassette.suffix.lower() in (".html", ".htm", ".json")
+    if not from_report and (test is not None or run is not None):
+        raise UsageProblem("--test and --run pick a run of an HTML report or a run record JSON")
+    if from_report and agent is not None:
+        raise UsageProblem("--agent belongs to a cassette; a report's run replays stub tools")
     try:
-        result = scaffold_cassette(cassette, out_file, agent=agent)
+        if from_report:
+            result = scaffold_record(cassette, out_file, test=test, run=run)
+        else:
+            result = scaffold_cassette(cassette, out_file, agent=agent)
     except ScaffoldError as exc:
         raise UsageProblem(f"cannot scaffold {cassette}: {exc}") from None
     trace = result.trace
