@@ -1,7 +1,7 @@
-"""openai-agents' own runner against the emulator and a cassette (Chat Completions and
-Responses models): a tool round with usage, parallel calls, a 429 retried after its
-retry-after, a cut stream, a malformed call, and a recorded run replayed with redaction and a
-fault."""
+"""openai-agents' own runner against the emulator and a cassette, on both of its models (Chat
+Completions and Responses): a tool round with usage (streamed and not), parallel calls, a 429
+retried after its retry-after, a cut stream, a malformed call, garbled streamed arguments, and a
+recorded run replayed with redaction and a fault."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from openprogram_testing import Fault, ProviderEmulator, assert_retries, call, turn, use_cassette
-from openprogram_testing.faults import HttpError
+from openprogram_testing.faults import GarbleToolArguments, HttpError
 from tests.frameworks._frameworks import BROKEN, SECRET, need, results, roles, tool_round
 
 agents = need("agents")
@@ -47,51 +47,73 @@ async def _streamed(agent: Any, prompt: str) -> Any:
     return run
 
 
-@pytest.mark.parametrize("responses", [False, True], ids=["chat", "responses"])
-async def test_tool_round_with_usage_streamed(provider_emulator, responses):
+MODELS = pytest.mark.parametrize("responses", [False, True], ids=["chat", "responses"])
+
+
+@MODELS
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_tool_round_with_usage(provider_emulator, responses, stream):
     provider_emulator.add(*tool_round())
     agent, ran = _agent(provider_emulator.openai_base_url, responses=responses)
-    run = await _streamed(agent, "add 2+3")
+    run = await (_streamed(agent, "add 2+3") if stream else agents.Runner.run(agent, "add 2+3"))
     assert run.final_output == "The sum is 5." and ran == [(2, 3)]
     usage = run.context_wrapper.usage
     assert (usage.requests, usage.input_tokens, usage.output_tokens) == (2, 30, 8)
     assert roles(provider_emulator) == [["user"], ["user", "assistant", "toolResult"]]
     api = "openai_responses" if responses else "openai_chat"
     assert [r.api for r in provider_emulator.requests] == [api, api]
+    assert [r.stream for r in provider_emulator.requests] == [stream, stream]
 
 
-async def test_parallel_calls(provider_emulator):
+@MODELS
+async def test_parallel_calls(provider_emulator, responses):
     provider_emulator.add(*tool_round(parallel=True))
-    agent, ran = _agent(provider_emulator.openai_base_url)
+    agent, ran = _agent(provider_emulator.openai_base_url, responses=responses)
     result = await agents.Runner.run(agent, "add 2+3 and 4+5")
     assert result.final_output == "The sum is 5." and sorted(ran) == [(2, 3), (4, 5)]
     assert results(provider_emulator, 1) == ["5", "9"]
 
 
-async def test_429_retried_after_retry_after(provider_emulator):
+@MODELS
+async def test_429_retried_after_retry_after(provider_emulator, responses):
     provider_emulator.add(Fault.status(429, headers={"retry-after": "0.2"}), *tool_round())
-    agent, _ = _agent(provider_emulator.openai_base_url, max_retries=1)
+    agent, _ = _agent(provider_emulator.openai_base_url, responses=responses, max_retries=1)
     result = await agents.Runner.run(agent, "add 2+3")
     assert result.final_output == "The sum is 5."
-    assert_retries(provider_emulator.requests[:2], attempts=2, min_gap_s=0.2)
+    timing = assert_retries(provider_emulator.requests[:2], attempts=2, min_gap_s=0.2)
+    assert timing.statuses == (429, 200)
 
 
-async def test_cut_stream_fails_the_run_and_runs_no_tool(provider_emulator):
+@MODELS
+async def test_cut_stream_fails_the_run_and_runs_no_tool(provider_emulator, responses):
     provider_emulator.add(
         turn("Adding.", call("add", {"a": 2, "b": 3}), chunk_size=1),
         faults=[Fault.disconnect_after(4)],
     )
-    agent, ran = _agent(provider_emulator.openai_base_url)
+    agent, ran = _agent(provider_emulator.openai_base_url, responses=responses)
     with pytest.raises(openai.APIConnectionError):
         await _streamed(agent, "add 2+3")
     assert ran == []
 
 
-async def test_malformed_call_goes_back_to_the_model(provider_emulator):
+@MODELS
+async def test_malformed_call_goes_back_to_the_model(provider_emulator, responses):
     provider_emulator.add(turn(call("add", raw=BROKEN)), "recovered")
-    agent, ran = _agent(provider_emulator.openai_base_url)
+    agent, ran = _agent(provider_emulator.openai_base_url, responses=responses)
     result = await agents.Runner.run(agent, "add 2+3")
     assert result.final_output == "recovered" and ran == []
+    (feedback,) = results(provider_emulator, 1)
+    assert "error occurred while running the tool" in feedback
+
+
+@MODELS
+async def test_garbled_streamed_arguments_go_back_to_the_model(provider_emulator, responses):
+    provider_emulator.add(
+        turn(call("add", {"a": 2, "b": 3}), chunk_size=3), faults=[GarbleToolArguments(0)]
+    )
+    provider_emulator.add("recovered")
+    agent, ran = _agent(provider_emulator.openai_base_url, responses=responses)
+    assert (await _streamed(agent, "add 2+3")).final_output == "recovered" and ran == []
     (feedback,) = results(provider_emulator, 1)
     assert "error occurred while running the tool" in feedback
 
