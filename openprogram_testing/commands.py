@@ -375,7 +375,7 @@ def show(
     if result.passed:
         out.print(f"\n[green]PASSED[/] {escape(result.name)}")
     else:
-        out.print("\n[bold red]FAILED[/] " + escape(result.failure_text.split("\ntimeline:")[0]))
+        out.print("\n[bold red]FAILED[/] " + escape(result.summary))
         raise typer.Exit(1)
 
 

@@ -4,6 +4,7 @@
 ``AssertionError`` (pytest reports it as a failed assertion) carrying its ``summary`` (what was
 expected and what happened), the ``violations`` behind it (broken invariants; empty for an
 assertion helper) and the run's ``timeline``.  Callers read the fields; nothing splits the text.
+An exception a run raised gets its timeline as a ``TimelineNote``, found by its type.
 """
 
 from __future__ import annotations
@@ -30,4 +31,12 @@ class TraceFailure(AssertionError):
         return bool(self.timeline)
 
 
-__all__ = ["TraceFailure"]
+class TimelineNote(str):
+    """A note (``exc.add_note``) that shows a run's timeline: added to an exception a run
+    raised, so the pytest plugin knows by its type, not by its words, that the timeline is
+    shown already."""
+
+    __slots__ = ()
+
+
+__all__ = ["TimelineNote", "TraceFailure"]

@@ -49,7 +49,7 @@ from openprogram.types import (
     UserMessage,
 )
 
-from .failures import TraceFailure
+from .failures import TimelineNote, TraceFailure
 from .render import render_timeline, want_color
 from .rounds import Round, split_rounds
 from .trace import LoopTrace, run_loop_sync
@@ -881,7 +881,7 @@ def timeline_shown(error: BaseException | None) -> bool:
         return error.timeline_shown
     if getattr(error, "timeline_shown", False) or getattr(error, "timeline", ""):
         return True
-    return any("timeline:" in note for note in getattr(error, "__notes__", ()))
+    return any(isinstance(note, TimelineNote) for note in getattr(error, "__notes__", ()))
 
 
 def timeline_text(trace: LoopTrace | Any) -> str:

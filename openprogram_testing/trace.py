@@ -41,6 +41,7 @@ from openprogram.types import (
     user_messages,
 )
 
+from .failures import TimelineNote
 from .recording import Annotation, announce_trace, recording
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
@@ -292,7 +293,7 @@ async def run_loop(
     announce_trace(trace)
     if failure is not None:
         try:
-            failure.add_note("loop timeline:\n" + render_timeline(trace))
+            failure.add_note(TimelineNote("loop timeline:\n" + render_timeline(trace)))
         except Exception:
             pass
         raise failure

@@ -29,6 +29,7 @@ from openprogram.functions import current_runtime
 from openprogram.loop import effective_cap
 from openprogram.types import AssistantMessage, UserMessage
 
+from .failures import TimelineNote
 from .invariants import check_invariants as check_tree_invariants
 from .recording import NESTED_RUN, Annotation, annotate, announce_trace, recording
 from .render import render_snapshot, render_timeline
@@ -253,7 +254,7 @@ async def run_exec(
         check_tree_invariants(tree)
     if failure is not None and raises:
         try:
-            failure.add_note("runs timeline:\n" + render_timeline(tree))
+            failure.add_note(TimelineNote("runs timeline:\n" + render_timeline(tree)))
         except Exception:
             pass
         raise failure

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from ..scenarios.outcome import OUTCOME, OutcomeFields
+
 _RUNS = pytest.StashKey[list[dict[str, Any]]]()
 _FLUSH = pytest.StashKey[Any]()
 _HTTP = pytest.StashKey[list[Any]]()
@@ -259,36 +261,12 @@ class ScenarioDetails:
 
 def scenario_details(
     item: pytest.Item, *, timeline: bool = True, result: bool = True
-) -> dict[str, Any] | None:
-    """What the command line shows of a scenario item: name, file, whether the file was
-    invalid, and the result (termination, model calls, failures; the timeline and the
-    result JSON when ``timeline`` and ``result`` ask for them)."""
-    from ..scenarios.collect import ScenarioItem
-
-    if not isinstance(item, ScenarioItem):
-        return None
-    ran = item.result
-    details: dict[str, Any] = {
-        "name": item.name,
-        "path": str(item.path),
-        "invalid": item.load_error is not None,
-        "termination": None,
-        "model_calls": None,
-        "snapshot_written": False,
-        "timeline": "",
-        "result": None,
-    }
-    if ran is not None:
-        trace = ran.trace
-        details.update(
-            termination=getattr(trace, "termination", None),
-            model_calls=getattr(trace, "model_calls", None),
-            snapshot_written=ran.snapshot_written,
-            timeline=ran.timeline if timeline else "",
-            result=ran.to_dict() if result else None,
-            failures=list(ran.failures),
-        )
-    return details
+) -> OutcomeFields | None:
+    """What the command line shows of a scenario item (``None`` for any other test): the
+    fields of the outcome the collector keeps in the item's stash; the timeline and the result
+    JSON when ``timeline`` and ``result`` ask for them."""
+    outcome = item.stash.get(OUTCOME, None)
+    return None if outcome is None else outcome.fields(timeline=timeline, result=result)
 
 
 class SessionReport:

@@ -21,6 +21,8 @@ from rich.table import Table
 
 from openprogram.texts import whole_text
 
+from ..scenarios.outcome import OutcomeFields
+
 
 @dataclass
 class Row:
@@ -97,7 +99,7 @@ class ScenarioReporter:
         path, _, name = report.nodeid.partition("::")
         row = self.rows.setdefault(report.nodeid, Row(report.nodeid, name or path, path))
         row.duration_s += report.duration
-        details = getattr(report, "openprogram_scenario", None)
+        details: OutcomeFields | None = getattr(report, "openprogram_scenario", None)
         if details:
             row.name = details["name"]
             row.path = details["path"]
@@ -109,9 +111,10 @@ class ScenarioReporter:
             row.result = details["result"]
         if report.failed:
             row.passed = False
-            text = whole_text(report.longreprtext)  # any test's own text, written to a terminal
-            if row.invalid and text.startswith("invalid scenario file:\n"):
-                text = text[len("invalid scenario file:\n") :]
+            # a scenario's own failure is a field of its outcome; anything else (a fixture's
+            # error, another test's failure) is the report's text as pytest wrote it
+            own = details.get("failure", "") if details else ""
+            text = whole_text(own or report.longreprtext)  # written to a terminal
             row.failure = f"{row.failure}\n{text}" if row.failure else text
         if report.when == "teardown" and not row.done:
             row.done = True

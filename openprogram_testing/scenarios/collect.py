@@ -29,13 +29,32 @@ import pytest
 
 from openprogram.texts import whole_text
 
+from .outcome import OUTCOME, ScenarioOutcome
+
 if TYPE_CHECKING:
     from .model import Scenario
     from .runner import ScenarioResult
 
 
 class ScenarioFailure(AssertionError):
-    """A scenario failed (or its file is invalid); the message is the whole readable report."""
+    """A scenario failed (or its file is invalid).  Carries the ``outcome`` (the
+    ``ScenarioResult`` as ``result``, the loader's report as ``load_error``); its text, the
+    whole readable report, is what pytest shows, and nothing reads it back."""
+
+    def __init__(self, outcome: ScenarioOutcome) -> None:
+        self.outcome = outcome
+        if outcome.invalid:
+            super().__init__(f"invalid scenario file:\n{outcome.load_error}")
+        else:
+            super().__init__(outcome.failure)
+
+    @property
+    def result(self) -> ScenarioResult | None:
+        return self.outcome.result
+
+    @property
+    def load_error(self) -> str | None:
+        return self.outcome.load_error
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -222,6 +241,7 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
         self.load_error = load_error
         self.result: ScenarioResult | None = None
+        self.stash[OUTCOME] = ScenarioOutcome(self.name, str(self.path), load_error)
         if scenario is not None and scenario.usefixtures:
             self.add_marker(pytest.mark.usefixtures(*scenario.usefixtures))
         # Fixtures as a test function has them: the autouse fixtures in scope (conftest files,
@@ -239,7 +259,7 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         if self.load_error is not None or self.scenario is None:
-            raise ScenarioFailure(f"invalid scenario file:\n{self.load_error}")
+            raise ScenarioFailure(self.stash[OUTCOME])
         from .runner import run_scenario
 
         self.result = run_scenario(
@@ -248,8 +268,10 @@ class ScenarioItem(pytest.Item):
             snapshot_hint="--snapshot-update",
             time_limit_s=time_limit(self.config),
         )
-        if not self.result.passed:
-            raise ScenarioFailure(self.result.failure_text)
+        outcome = ScenarioOutcome(self.name, str(self.path), result=self.result)
+        self.stash[OUTCOME] = outcome
+        if not outcome.passed:
+            raise ScenarioFailure(outcome)
 
     @property
     def obj(self) -> Any:

@@ -72,14 +72,22 @@ class ScenarioResult:
         return self._timeline
 
     @property
-    def failure_text(self) -> str:
+    def summary(self) -> str:
+        """Which scenario failed and its failed expectations, one a line (no timeline)."""
         if self.passed:
             return ""
         lines = [f"scenario {self.name!r} failed" + (f" ({self.path})" if self.path else "")]
         lines.extend(f"  - {f}" for f in self.failures)
-        if self.timeline:
-            lines += ["", "timeline:", self.timeline]
         return whole_text("\n".join(lines))
+
+    @property
+    def failure_text(self) -> str:
+        """The ``summary``, then the timeline: what test reports show."""
+        if self.passed:
+            return ""
+        if not self.timeline:
+            return self.summary
+        return whole_text(f"{self.summary}\n\ntimeline:\n{self.timeline}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads).
