@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from openprogram.texts import CLIP_LIMIT, clip, clipped_repr
 
 from .failures import TraceFailure
-from .invariants import timeline_text
+from .invariants import lane_text
 from .trace import LoopTrace
 
 if TYPE_CHECKING:
@@ -33,11 +33,13 @@ def _q(text: str, limit: int = 60) -> str:
 
 
 def _fail(message: str, subject: Subject, run: str | Sequence[str] | None = None) -> TraceFailure:
+    """The failure of a check on ``subject`` (at ``run``): it names the run and shows that
+    run's lane, not the whole tree's timeline."""
     if run:
         where = run if isinstance(run, str) else "/".join(run)
         message = f"in run {where}: {message}"
     message = clip(message, 2 * CLIP_LIMIT)  # whatever value a message quotes
-    return TraceFailure(message, timeline_text(subject))
+    return TraceFailure(message, lane_text(subject, run))
 
 
 def _pick(subject: Subject, run: str | Sequence[str] | None) -> LoopTrace:
@@ -68,7 +70,7 @@ def assert_terminated(
     if trace.termination != termination:
         extra = f" (error: {trace.error})" if trace.error else ""
         raise _fail(
-            f"expected termination {termination!r}, got {trace.termination!r}{extra}", trace
+            f"expected termination {termination!r}, got {trace.termination!r}{extra}", subject, run
         )
 
 
@@ -108,7 +110,8 @@ def assert_recovered(subject: Subject, *, run: str | Sequence[str] | None = None
     if not trace.recovered_errors:
         raise _fail(
             f"{len(errors)} tool call(s) failed but the model was not called again afterwards",
-            trace,
+            subject,
+            run,
         )
     final = trace.final_message
     if (
@@ -119,7 +122,8 @@ def assert_recovered(subject: Subject, *, run: str | Sequence[str] | None = None
         raise _fail(
             f"the model was called again after the error, but the run did not finish successfully "
             f"(termination {trace.termination!r})",
-            trace,
+            subject,
+            run,
         )
 
 

@@ -884,6 +884,27 @@ def timeline_shown(error: BaseException | None) -> bool:
     return any(isinstance(note, TimelineNote) for note in getattr(error, "__notes__", ()))
 
 
+def lane_text(subject: Any, run: str | Sequence[str] | None) -> str:
+    """The timeline a failure about the run at ``run`` shows: that run's lane alone (with the
+    runs nested in it), after the path of runs that led to it, instead of the whole tree (a
+    deep agent's tree is easily a hundred lines, most of them about other runs).  Without
+    ``run``, or when there is no run there, the whole ``subject``'s timeline."""
+    node = None
+    if run and hasattr(subject, "find"):
+        try:
+            node = subject.find(run)
+        except Exception:
+            node = None
+    if node is None:
+        return timeline_text(subject)
+    chain: list[str] = []
+    at = node
+    while at is not None:
+        chain.append(at.label)
+        at = at.parent
+    return "path: " + " > ".join(reversed(chain)) + "\n" + timeline_text(node)
+
+
 def timeline_text(trace: LoopTrace | Any) -> str:
     """The run's timeline for a failure message (coloured on a terminal); never raises, so a
     rendering problem cannot hide the real failure."""

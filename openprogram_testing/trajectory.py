@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .invariants import timeline_text
+from .invariants import lane_text, timeline_text
 from .matchers import (
     ARG_MODES,
     Approx,
@@ -304,7 +304,6 @@ def trajectory_mismatch(
     if found is None:
         return None
     kind, want, call, path, reason = found
-    lane = subject if run is None or isinstance(subject, LoopTrace) else subject[run]
     where = f"in run {run if isinstance(run, str) else '/'.join(run)}: " if run else ""
     return TrajectoryMismatch(
         f"{where}trajectory ({mode}, {len(wanted)} expected, {len(made)} made): {reason}",
@@ -313,7 +312,7 @@ def trajectory_mismatch(
         expected=want,
         made=call,
         arg_path=path,
-        timeline=timeline_text(lane),
+        timeline=lane_text(subject, run),
     )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .invariants import timeline_text
+from .invariants import lane_text, timeline_text
 from .trace import LoopTrace
 
 if TYPE_CHECKING:
@@ -327,8 +327,7 @@ def assert_usage(
     if over:
         reason = over_budget_text(over, usage, table)
         where = f"in run {run if isinstance(run, str) else '/'.join(run)}: " if run else ""
-        lane = subject if run is None or isinstance(subject, LoopTrace) else subject[run]
-        raise UsageOverBudget(where + reason, over, usage, cost, timeline_text(lane))
+        raise UsageOverBudget(where + reason, over, usage, cost, lane_text(subject, run))
     return usage
 
 

@@ -79,7 +79,9 @@ def test_addressing_a_nested_run_by_tool_path() -> None:
         assert_final_text(tree, "other", run="research")
     text = str(info.value)
     assert text.startswith("in run research: expected final text 'other', got 'inner answer'")
-    assert "r1:" in text and "run timeline:" in text  # the whole tree, nested lane included
+    # The lane of the run checked, after the path to it (not the whole tree).
+    assert "run timeline:\npath: outermost run > run research (call call_0, depth 1)\n" in text
+    assert "outer answer" not in text
     with pytest.raises(AssertionError, match="no run at 'x/y'"):
         assert_terminated(tree, "completed", run="x/y")
     with pytest.raises(TypeError, match="run= addresses a nested run of a TraceTree"):
