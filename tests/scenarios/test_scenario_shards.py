@@ -252,3 +252,32 @@ def test_unreadable_records_files_are_usage_errors(
     Path("ok.json").write_text(json.dumps(_records()))
     code, out, _ = cli(capsys, "report", "merge", "ok.json")
     assert code == 0 and "1 tests (1 passed), 1 loop runs" in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "project/scenario_a.yaml", "--records", "project/build/r.json"],
+        ["run", "project", "--shard", "2/2", "--records", "project/build/r.json"],  # empty shard
+        ["report", "merge", "ok.json", "--records", "project/build/r.json"],
+        ["report", "merge", "ok.json", "--html", "project/build/r.html"],
+    ],
+)
+def test_records_and_pages_are_never_written_through_a_link_out_of_the_project(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    shutil.copy(ROOT / "scenarios" / BUNDLED[0], project / "scenario_a.yaml")
+    (project / "build").symlink_to(elsewhere, target_is_directory=True)
+    Path("ok.json").write_text(json.dumps(_records()))
+    code, out, err = cli(capsys, *command)
+    assert code == 2, out + err
+    assert "leads outside the project" in err
+    assert list(elsewhere.iterdir()) == []
