@@ -9,6 +9,7 @@ replay only, not for every shrink step.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,16 +76,24 @@ def to_scenario(
             fields["chunk_size"] = turn.chunk_size
         script.append(sc.TurnDef(**fields))
     steering = []
+    # An entry the reference model says the schedule never hands over is written optional: the
+    # example predicts it does not fire (``expect.delivered`` still counts what does).
+    fired = Counter([*exp.delivered, *exp.undelivered])
     for s in generated.steering:
+        optional = fired[s.message] <= 0
+        fired[s.message] -= 1
         if s.follow_up:
-            steering.append(sc.SteeringDef(message=s.message, follow_up=True))
+            entry = sc.SteeringDef(message=s.message, follow_up=True, optional=optional)
         elif s.after_tool is not None:
-            steering.append(sc.SteeringDef(message=s.message, after_tool=s.after_tool))
+            entry = sc.SteeringDef(message=s.message, after_tool=s.after_tool, optional=optional)
         elif s.after_call is not None:
             position = sc.CallPosition(round=s.after_call[0], index=s.after_call[1])
-            steering.append(sc.SteeringDef(message=s.message, after_call=position))
+            entry = sc.SteeringDef(message=s.message, after_call=position, optional=optional)
         else:
-            steering.append(sc.SteeringDef(message=s.message, before_round=s.before_round))
+            entry = sc.SteeringDef(
+                message=s.message, before_round=s.before_round, optional=optional
+            )
+        steering.append(entry)
     results = [
         sc.ToolResultExpect(
             name=r.name,
