@@ -451,12 +451,7 @@ def _end(
     """The run's ``agent_end``, with the stream's result and end fields set from it."""
     stream.termination = termination
     stream.undelivered = undelivered
-    end = AgentEnd(
-        messages=run.new_messages,
-        termination=termination,
-        undelivered=undelivered,
-        model_calls=stream.model_calls,
-    )
+    end = AgentEnd(run.new_messages, termination, undelivered, stream.model_calls)
     stream.end = end
     stream.set_result(run.new_messages)
     return end

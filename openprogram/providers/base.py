@@ -100,15 +100,11 @@ class MessageBuilder:
         """What a block ends with: U+FFFD for a high surrogate that no low one followed."""
         return REPLACEMENT if self._held and self._held.pop(index, "") else ""
 
-    def _ev(
-        self, type_: Any, index: int | None = None, delta: str | None = None
-    ) -> AssistantMessageEvent:
-        # positional (type, content_index, delta, tool_call, reason, partial): built for every
-        # streamed event, and a keyword call costs twice as much as the construction itself
-        return AssistantMessageEvent(type_, index, delta, None, None, self.message)
-
+    # Events are built positionally (type, content_index, delta, tool_call, reason, partial)
+    # and inline: one per streamed event, where a keyword call or a helper call costs about as
+    # much as the construction itself.
     def start(self) -> AssistantMessageEvent:
-        return self._ev("start")
+        return AssistantMessageEvent("start", None, None, None, None, self.message)
 
     def _open_block(
         self, block: AssistantContent, kind: str, event_type: ProviderEventType
@@ -119,7 +115,7 @@ class MessageBuilder:
         content.append(block)
         i = len(content) - 1
         self._open[i] = kind
-        return i, self._ev(event_type, i)
+        return i, AssistantMessageEvent(event_type, i, None, None, None, self.message)
 
     # -- text -------------------------------------------------------------------------------
     def text_start(self) -> tuple[int, AssistantMessageEvent]:
@@ -130,13 +126,13 @@ class MessageBuilder:
             delta = self._whole(index, delta)
         block = self.message.content[index]
         block.text += delta  # type: ignore[union-attr]
-        return self._ev("text_delta", index, delta=delta)
+        return AssistantMessageEvent("text_delta", index, delta, None, None, self.message)
 
     def text_end(self, index: int) -> AssistantMessageEvent:
         if self._held:
             self.message.content[index].text += self._release(index)  # type: ignore[union-attr]
         self._open.pop(index, None)
-        return self._ev("text_end", index)
+        return AssistantMessageEvent("text_end", index, None, None, None, self.message)
 
     # -- thinking ---------------------------------------------------------------------------
     def thinking_start(self, redacted: bool = False) -> tuple[int, AssistantMessageEvent]:
@@ -148,7 +144,7 @@ class MessageBuilder:
             delta = self._whole(index, delta)
         block = self.message.content[index]
         block.thinking += delta  # type: ignore[union-attr]
-        return self._ev("thinking_delta", index, delta=delta)
+        return AssistantMessageEvent("thinking_delta", index, delta, None, None, self.message)
 
     def thinking_end(self, index: int, signature: str | None = None) -> AssistantMessageEvent:
         if self._held:
@@ -156,7 +152,7 @@ class MessageBuilder:
         if signature is not None:
             self.message.content[index].signature = signature  # type: ignore[union-attr]
         self._open.pop(index, None)
-        return self._ev("thinking_end", index)
+        return AssistantMessageEvent("thinking_end", index, None, None, None, self.message)
 
     # -- tool calls -------------------------------------------------------------------------
     def toolcall_start(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
@@ -166,7 +162,7 @@ class MessageBuilder:
 
     def toolcall_delta(self, index: int, fragment: str) -> AssistantMessageEvent:
         self._args[index].append(fragment)
-        return self._ev("toolcall_delta", index, delta=fragment)
+        return AssistantMessageEvent("toolcall_delta", index, fragment, None, None, self.message)
 
     def toolcall_end(
         self, index: int, arguments: Mapping[str, Any] | None = None
