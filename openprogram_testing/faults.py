@@ -433,13 +433,21 @@ class InjectError(Mutation):
     def check_position(self, terminal: Sequence[bool], where: str) -> None:
         """Refuse an error placed after the stream's last terminal frame (``terminal``: which
         frames end it): clients stop reading there and would never see it."""
-        ends = [i for i, flag in enumerate(terminal) if flag]
-        if ends and self.after_frame > ends[-1]:
-            raise FaultError(
-                f"{self!r}: {where} ends at frame {ends[-1]} of {len(terminal)} (its last "
-                "terminal frame); clients stop reading there, so an error after it would "
-                f"check nothing: put it after 0..{ends[-1]} frames"
-            )
+        _check_before_the_end(self, self.after_frame, terminal, where, "an error")
+
+
+def _check_before_the_end(
+    fault: Mutation, after: int, terminal: Sequence[bool], where: str, what: str
+) -> None:
+    """Refuse ``what`` placed after ``after`` frames when that is past the stream's last
+    terminal frame: clients stop reading there."""
+    ends = [i for i, flag in enumerate(terminal) if flag]
+    if ends and after > ends[-1]:
+        raise FaultError(
+            f"{fault!r}: {where} ends at frame {ends[-1]} of {len(terminal)} (its last "
+            f"terminal frame); clients stop reading there, so {what} after it would check "
+            f"nothing: put it after 0..{ends[-1]} frames"
+        )
 
 
 @dataclass(frozen=True)
@@ -508,8 +516,15 @@ class Stall(Mutation):
         if self.seconds < 0:
             raise FaultError(f"{self!r}: seconds must be >= 0")
         if self.after_frame:  # after_frame=0 (before the first byte) fits any body
-            _check_frame(self, self.after_frame, response.frames(self), allow_end=True)
+            frames = response.frames(self)
+            _check_frame(self, self.after_frame, frames, allow_end=True)
+            self.check_position(_terminal_flags(response, frames), _where(response, frames))
         response.stalls.append((self.after_frame, float(self.seconds)))
+
+    def check_position(self, terminal: Sequence[bool], where: str) -> None:
+        """Refuse a pause after the stream's last terminal frame (``terminal``: which frames
+        end it): clients have stopped reading and would not wait for it."""
+        _check_before_the_end(self, self.after_frame, terminal, where, "a pause")
 
 
 @dataclass(frozen=True)

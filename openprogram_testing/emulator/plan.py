@@ -338,9 +338,12 @@ def stream_plan(
             raise FaultError(
                 f"{f!r}: frame index must be 0..{top}; the stream has {len(units)} frames"
             )
+        terminal = [u.terminal for u in units]
         if isinstance(f, TruncateAfter):  # a cut past the end: the client would see none
             swallowed = [i for i, u in enumerate(units) if u.done]
-            f.check_position([u.terminal for u in units], f"the {wire.api} stream", swallowed)
+            f.check_position(terminal, f"the {wire.api} stream", swallowed)
+        elif isinstance(f, Stall):  # a pause after the end: the client has stopped reading
+            f.check_position(terminal, f"the {wire.api} stream")
     plan = Plan(headers=headers, kind="stream", content_type=content_type)
     plan.frames = [u.encode(i in corrupt, i in bad_crc) for i, u in enumerate(units)]
     for f in faults:

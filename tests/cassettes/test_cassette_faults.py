@@ -125,7 +125,11 @@ def test_stall_and_rechunk_shape_how_the_body_is_served() -> None:
         served += len(chunk)
     seeded = [Rechunk(seed=7).boundaries(300), Rechunk(seed=7).boundaries(300)]
     assert seeded[0] == seeded[1] and seeded[0][-1] == 300
-    assert apply_mutations(response(BODY), [Stall(0.2, after_frame=3)]).pieces()[-1] == (0.2, b"")
+    unfinished = BODY.replace("data: [DONE]\n\n", "")  # no terminal frame: the client waits
+    stalled = apply_mutations(response(unfinished), [Stall(0.2, after_frame=2)])
+    assert stalled.pieces()[-1] == (0.2, b"")
+    with pytest.raises(FaultError, match=r"ends at frame 2 of 3 \(its last terminal frame\)"):
+        apply_mutations(response(BODY), [Stall(0.2, after_frame=3)])  # after [DONE]: unseen
     assert apply_mutations(response(b'{"a": 1}'), [Stall(0.1)]).pieces() == [(0.1, b'{"a": 1}')]
     with pytest.raises(FaultError, match="needs a streamed"):
         apply_mutations(response(b'{"a": 1}'), [Stall(0.1, after_frame=1)])

@@ -501,7 +501,8 @@ def test_crc_mismatch_fails_boto3(emu):
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 def test_stall_times_the_client_out_and_stop_interrupts_it(emu, endpoint):
-    emu.add("hello", faults=[Fault.stall(30, after_frame=1)])
+    # one character a frame: the stall comes before the terminal frame on every endpoint
+    emu.add(turn("hello", chunk_size=1), faults=[Fault.stall(30, after_frame=1)])
     path, body = REQUESTS[endpoint]
     with pytest.raises(httpx.ReadTimeout):
         with httpx.stream("POST", emu.base_url + path, json=body, timeout=0.5) as r:

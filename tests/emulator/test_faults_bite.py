@@ -303,9 +303,10 @@ POSITIONAL: dict[str, Any] = {
     ),
     "InjectError(after the terminal frame)": lambda shape: InjectError(shape.last_end + 1),
     "InjectError(past the end)": lambda shape: InjectError(shape.count + 1),
+    "Stall(after the terminal frame)": lambda shape: Stall(0.2, after_frame=shape.last_end + 1),
 }
 """The positional edge cases: a cut that keeps every frame (or the terminal one the client
-reads), a dropped connection or an error after the stream's last terminal frame.  Served, each
+reads), a dropped connection, an error or a pause after the stream's last terminal frame.  Served, each
 would leave the client a whole answer (a test that believes it tested a cut stream while the
 client saw none): they must be refused."""
 
@@ -315,6 +316,7 @@ BOUNDARY: dict[str, Any] = {
         s.last_end, disconnect=True
     ),
     "InjectError(instead of the last terminal frame)": lambda shape: InjectError(shape.last_end),
+    "Stall(before the last terminal frame)": lambda s: Stall(0.2, after_frame=s.last_end),
 }
 """The latest positions that are served: each must still bite (the refusal is not too eager)."""
 

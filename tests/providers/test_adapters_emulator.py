@@ -199,7 +199,7 @@ async def test_loop_never_runs_the_calls_of_a_cut_message(api: str) -> None:
 async def test_cancel_closes_a_stalled_live_stream(api: str) -> None:
     cancel = CancelToken()
     with ProviderEmulator() as emu:
-        emu.add(turn("hello"), faults=[Fault.stall(30, after_frame=1)])
+        emu.add(turn("hello", chunk_size=1), faults=[Fault.stall(30, after_frame=1)])
         provider = ADAPTERS[api](emu)
         asyncio.get_running_loop().call_later(STALL_TIMES[api][0], cancel.cancel)
         started = time.monotonic()
@@ -216,7 +216,7 @@ async def test_cancel_closes_a_stalled_live_stream(api: str) -> None:
 @pytest.mark.parametrize("api", ADAPTERS)
 async def test_client_timeout_on_a_stall_is_a_retryable_error(api: str) -> None:
     with ProviderEmulator() as emu:
-        emu.add(turn("hello"), faults=[Fault.stall(30, after_frame=1)])
+        emu.add(turn("hello", chunk_size=1), faults=[Fault.stall(30, after_frame=1)])
         provider = ADAPTERS[api](emu, timeout=STALL_TIMES[api][1])
         message = await asyncio.wait_for(final_message(provider), 20)
     assert message.stop_reason == "error" and message.error_retryable is True
