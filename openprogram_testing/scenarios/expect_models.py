@@ -30,7 +30,7 @@ class TrajectoryCall(_Strict):
     @model_validator(mode="after")
     def _matchers_compile(self) -> TrajectoryCall:
         if self.args is not None:
-            from ..trajectory import value_matcher
+            from ..matchers import value_matcher
 
             value_matcher(self.args)  # a bad $regex or $approx is a load error, placed here
         return self

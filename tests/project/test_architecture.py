@@ -208,3 +208,131 @@ def test_the_second_table_check_finds_a_table(tmp_path: Path) -> None:
     assert _second_api_tables(module, "m.py") == ["m.py: PATHS"]
     module.write_text('ONE = {"anthropic": 1}\nX = {"a": "b"}\n')
     assert _second_api_tables(module, "m.py") == []
+
+
+# -- layers ----------------------------------------------------------------------------------------
+# The harness's layers, lowest first (docs/architecture.md draws them).  A module may import its
+# own layer and those below, never one above.  Names are module paths under openprogram_testing;
+# a package name covers its submodules, and the longest matching name decides.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "transport": (
+        "wire", "emulator", "cassettes", "faults", "scripted", "schema_provider",
+        "schema_values", "recording", "failures", "extras", "paths", "filenames", "safeyaml",
+    ),
+    "core": (
+        "trace", "tree", "render", "rounds", "steering", "conditions", "dialogue", "matchers",
+        "capture", "scenarios.model", "scenarios.events", "scenarios.yamlread",
+        "scenarios.problems", "scenarios.loader", "scenarios.checks", "scenarios.imports",
+        "scenarios.menus", "scenarios.stubs", "scenarios.replay", "scenarios.expect_models",
+    ),
+    "judges": (
+        "assertions", "invariants", "trajectory", "usage", "drift", "snapshot",
+        "scenarios.expectations", "scenarios.runner",
+        "scenarios.snapshots",
+    ),
+    "front ends": (
+        "plugin", "runners", "repeat", "report", "cli", "commands", "recording_commands",
+        "shards", "strategies", "scenarios.collect", "scenarios.outcome", "scenarios.scaffold",
+        "scenarios.scaffold_record", "emulator.cli",
+    ),
+}  # fmt: skip
+# Known exceptions, each with its reason.
+LAYER_EXCEPTIONS = {
+    # run_exec(check_invariants=True) checks the tree it built: a convenience of the public API
+    ("tree", "invariants"),
+}
+_RANK = {name: rank for rank, names in enumerate(LAYERS.values()) for name in names}
+
+
+def _layer(module: str) -> int | None:
+    """The rank of a module (``None``: a package's ``__init__`` re-exporting its parts, or
+    unplaced)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        rank = _RANK.get(".".join(parts[:n]))
+        if rank is not None:
+            return rank
+    return None
+
+
+def _all_harness_imports(path: Path, module: str) -> set[str]:
+    """Every harness module ``module`` imports, anywhere in it (at the top, inside functions,
+    under ``TYPE_CHECKING``): a lazy import is still a dependency."""
+    is_package = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)
+    return {
+        t.removeprefix("openprogram_testing.") for t in out if t.startswith("openprogram_testing.")
+    }
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of ``graph`` (module -> modules it imports, names under openprogram_testing)
+    that go up a layer."""
+    names = list(LAYERS)
+    found: list[str] = []
+    for module, targets in sorted(graph.items()):
+        mine = _layer(module)
+        if mine is None or module.endswith("__init__"):
+            continue
+        for target in sorted(targets):
+            theirs = _layer(target)
+            if theirs is None or theirs <= mine:
+                continue
+            pair = (module, target.split(".")[0] if target.split(".")[0] in _RANK else target)
+            if (module, target) in LAYER_EXCEPTIONS or pair in LAYER_EXCEPTIONS:
+                continue
+            found.append(f"{module} ({names[mine]}) imports {target} ({names[theirs]})")
+    return found
+
+
+def _harness_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for f in (ROOT / "openprogram_testing").rglob("*.py"):
+        module = _module_name(f)
+        if f.name == "__init__.py":
+            continue  # a package's front: re-exports what its parts define
+        short = module.removeprefix("openprogram_testing.")
+        graph[short] = _all_harness_imports(f, module)
+    return graph
+
+
+def test_every_harness_module_has_a_layer() -> None:
+    unplaced = sorted(m for m in _harness_graph() if _layer(m) is None)
+    assert unplaced == [], f"modules in no layer (add them to LAYERS): {unplaced}"
+
+
+def test_the_layers_import_downwards() -> None:
+    assert layer_violations(_harness_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    planted = {
+        "cassettes.session": {"trace"},  # transport -> core
+        "trace": {"assertions"},  # core -> judges
+        "invariants": {"report.html"},  # judges -> front ends
+        "report.html": {"trace", "wire.base"},  # downwards: fine
+    }
+    assert layer_violations(planted) == [
+        "cassettes.session (transport) imports trace (core)",
+        "invariants (judges) imports report.html (front ends)",
+        "trace (core) imports assertions (judges)",
+    ]
+
+
+def test_the_report_never_imports_the_collector() -> None:
+    graph = _harness_graph()
+    offenders = [m for m in graph if m.startswith("report.") and "scenarios.collect" in graph[m]]
+    assert offenders == []
