@@ -202,7 +202,8 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     """Replay the test's cassette (``@pytest.mark.op_cassette(...)`` or, by default,
     ``cassettes/<test file path>/<test>.yaml``) around the test.  ``--openprogram-record-mode=once``
     records it (real model requests are allowed then).  At teardown, interactions left unplayed
-    or a request that matched nothing fail the test."""
+    or a request that matched nothing fail the test.  ``fallback=[turns]`` on the marker answers
+    requests the cassette does not hold from scripted turns (marked on the run; replay only)."""
     __tracebackhide__ = True
     _need_extra("cassette", "yaml", "vcr")
     from .cassettes import use_cassette
@@ -218,12 +219,13 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
         "mutations",
         "redact_values",
         "record_mode",
+        "fallback",
     }
     unknown = set(kwargs) - allowed
     if unknown or len(args) > 1:
         raise pytest.UsageError(
             f"@pytest.mark.op_cassette takes a name and match_body=, ignore_paths=, "
-            f"allow_unplayed=, mutations=, redact_values=, record_mode=; "
+            f"allow_unplayed=, mutations=, redact_values=, record_mode=, fallback=; "
             f"got {sorted(unknown) or args[1:]}"
         )
     mode = str(request.config.getoption("--openprogram-record-mode") or "none")
@@ -233,6 +235,7 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
         if kwargs["record_mode"] != "none":
             from openprogram.providers import guard
 
+            kwargs.pop("fallback", None)  # recording records what is asked: nothing to make up
             stack.enter_context(guard.allow_model_requests(True))
         path = _cassette_path(request, name)
         if name is None and kwargs["record_mode"] == "none":

@@ -40,6 +40,10 @@ class Recorder(Protocol):
     def note(self, kind: str, text: str) -> None: ...
 
 
+SERVED_FROM_SCRIPT = "script"
+"""Annotation kind: a cassette's fallback script answered a model call the recording did not
+hold (``CassetteSession(fallback=...)``); the timeline, snapshot and report show it."""
+
 NESTED_RUN = "nested_run"
 """Annotation kind: a ``Runtime`` run (its ``run_id`` is the text) ran inside a tool call."""
 
@@ -201,6 +205,7 @@ def announce_trace(trace: object) -> None:
 
 __all__ = [
     "NESTED_RUN",
+    "SERVED_FROM_SCRIPT",
     "Annotation",
     "ExchangeListener",
     "HttpExchange",

@@ -42,6 +42,7 @@ from openprogram.types import (
     UserMessage,
 )
 
+from .recording import SERVED_FROM_SCRIPT
 from .rounds import Origins, ReadableTrace, split_rounds
 
 
@@ -201,6 +202,17 @@ class _Renderer:
                 counter=self.counter,
             ).run()
 
+    def script_marks(self) -> list[tuple[int, str]]:
+        """Answers a cassette's fallback script gave (``event_index``, text), shown where they
+        happened: a run answered from a script instead of the recording must say so."""
+        notes = getattr(self.trace, "annotations", None) or ()
+        return [(n.event_index, n.text) for n in notes if n.kind == SERVED_FROM_SCRIPT]
+
+    def mark(self, marks: list[tuple[int, str]], before: int, depth: int) -> None:
+        while marks and marks[0][0] <= before:
+            text = marks.pop(0)[1]
+            self.add("", depth + 1, "! " + self.norm(clip(text, 300)), "bold red")
+
     def content(self, blocks: Any, limit: int) -> str:
         if isinstance(blocks, str):
             return self.q(blocks, limit)
@@ -269,7 +281,9 @@ class _Renderer:
         }
         depth = 0
         i = 0
+        marks = self.script_marks()
         while i < len(events):
+            self.mark(marks, i, depth)
             e = events[i]
             num = f"#{i}"
             if isinstance(e, AgentStart):
@@ -362,6 +376,7 @@ class _Renderer:
             else:  # pragma: no cover - an event type this renderer does not know
                 self.add(num, depth, f"{getattr(e, 'type', type(e).__name__)}", "")
             i += 1
+        self.mark(marks, len(events), 0)
         self.flush_stream()
         self.nested(None, 0)
         return self.lines

@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ..faults import FaultError, MutableResponse, Mutation, apply_mutations
@@ -42,6 +42,9 @@ from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
 from .matching import ROUTE_MATCHERS, BodyMatch, requests_match, show
 from .redaction import RedactionRules, Redactor
+
+if TYPE_CHECKING:
+    from .fallback import ScriptFallback
 
 __all__ = [
     "RECORD_MODES",
@@ -74,6 +77,12 @@ class CassetteSession:
     ``redact_query_params`` and ``redact_fields`` add credential names (glob patterns) to the
     defaults, ``redaction`` replaces the default rules altogether.
 
+    ``fallback`` (replay only; off by default): scripted turns (what ``ScriptedProvider`` and the
+    emulator take) that answer, in order, the requests the cassette holds no answer for (after a
+    fault or any drift) instead of failing them; each such answer is marked on the traced run
+    and listed in ``served_from_script``, and fallback turns left unused fail at exit (a
+    fallback never used always: it tested nothing).
+
     ``interactions`` is the number of interactions, ``played`` the indices served in order,
     ``mismatches`` the messages of requests that matched nothing."""
 
@@ -91,6 +100,7 @@ class CassetteSession:
         redact_headers: Sequence[str] = (),
         redact_query_params: Sequence[str] = (),
         redact_fields: Sequence[str] = (),
+        fallback: Sequence[Any] = (),
     ) -> None:
         if record_mode not in RECORD_MODES:
             raise CassetteError(
@@ -120,6 +130,7 @@ class CassetteSession:
         self.redactor = Redactor(rules, [v for v in redact_values if isinstance(v, str) and v])
         self.played: list[int] = []
         self.mismatches: list[str] = []
+        self._fallback = _script_fallback(fallback, record_mode)
         self.loading = False
         self._recorded = 0
         self._exhausted: list[str] = []
@@ -149,6 +160,11 @@ class CassetteSession:
             return []
         counts = vcr_internals.play_counts(self._vcr_cassette)
         return [i for i in range(vcr_internals.loaded_count(self._vcr_cassette)) if not counts[i]]
+
+    @property
+    def served_from_script(self) -> list[str]:
+        """One line per request the fallback script answered (what was asked, which turn)."""
+        return list(self._fallback.served) if self._fallback is not None else []
 
     @property
     def replay_only(self) -> bool:
@@ -222,6 +238,8 @@ class CassetteSession:
             )
         if self.record_mode != "all" and not self.allow_unplayed and self.unplayed:
             raise CassetteError(self._explain_unplayed())
+        if self._fallback is not None:
+            self._check_fallback()
 
     def _enter_guard(self) -> None:
         """Let real adapters through the real-call guard while requests are answered from the
@@ -378,6 +396,30 @@ class CassetteSession:
             )
         )
 
+    def can_fall_back(self) -> bool:
+        return self._fallback is not None and self._fallback.remaining > 0
+
+    def fall_back(self, request: Any) -> dict[str, Any] | None:
+        """The fallback script's answer to a request nothing unplayed in the cassette matches
+        (``None`` without a fallback turn left: the request is then a mismatch as ever)."""
+        if self._fallback is None or self._fallback.remaining <= 0:
+            return None
+        return self._fallback.serve(request, self.explain_mismatch(request))
+
+    def _check_fallback(self) -> None:
+        fallback = self._fallback
+        assert fallback is not None
+        if not fallback.served:
+            raise CassetteError(
+                f"cassette {self.path}: the fallback script ({fallback.total} turn(s)) answered "
+                "nothing: every request was in the cassette, so the run never left the "
+                "recording. Remove the fallback, or make the fault or change it was there for "
+                "reach the model calls."
+            )
+        problem = fallback.problem()
+        if problem is not None and not self.allow_unplayed:
+            raise CassetteError(f"cassette {self.path}: {problem}")
+
     def note_mismatch(self, message: str) -> None:
         self.mismatches.append(message)
 
@@ -449,6 +491,26 @@ class CassetteSession:
             "allow_unplayed=True (pytest: @pytest.mark.op_cassette(..., allow_unplayed=True)) "
             "if that is expected."
         )
+
+
+def _script_fallback(turns: Sequence[Any], record_mode: str) -> ScriptFallback | None:
+    """The ``ScriptFallback`` of ``fallback=`` turns (``None`` for none); refused when
+    recording, where a request the cassette lacks is recorded, not made up."""
+    if isinstance(turns, str | bytes) or not isinstance(turns, Sequence):
+        raise CassetteError(f"fallback is a list of scripted turns; got {turns!r}")
+    if not turns:
+        return None
+    if record_mode != "none":
+        raise CassetteError(
+            "fallback= answers requests a replayed cassette does not hold; it cannot be "
+            f"combined with recording (record_mode={record_mode!r}; use 'none')"
+        )
+    from .fallback import ScriptFallback
+
+    try:
+        return ScriptFallback(turns)
+    except (TypeError, ValueError) as exc:
+        raise CassetteError(f"fallback: {exc}") from None
 
 
 def _annotate(index: int, uri: str, status: int, mutations: list[Mutation]) -> None:

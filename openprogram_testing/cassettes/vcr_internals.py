@@ -91,6 +91,10 @@ class SessionHooks(Protocol):
 
     def serve(self, index: int, response: dict[str, Any], uri: str) -> dict[str, Any]: ...
 
+    def can_fall_back(self) -> bool: ...
+
+    def fall_back(self, request: Any) -> dict[str, Any] | None: ...
+
 
 def make_cassette_class(session: SessionHooks) -> type[Any]:
     """A vcrpy ``Cassette`` subclass bound to ``session``: clear mismatch errors, in-order
@@ -109,7 +113,7 @@ def make_cassette_class(session: SessionHooks) -> type[Any]:
                 self.hooks.loading = False
 
         def can_play_response_for(self, request: Any) -> bool:
-            if super().can_play_response_for(request):
+            if super().can_play_response_for(request) or self.hooks.can_fall_back():
                 return True
             if self.write_protected:
                 error = CassetteMismatch(self.hooks.explain_mismatch(request))
@@ -124,6 +128,9 @@ def make_cassette_class(session: SessionHooks) -> type[Any]:
                         self._played_interactions.append((self.data[index][0], response))
                     self.play_counts[index] += 1
                     return self.hooks.serve(index, response, str(request.uri))
+            scripted = self.hooks.fall_back(request)  # the fallback script, when asked for
+            if scripted is not None:
+                return scripted
             raise UnhandledHTTPRequestError(self.hooks.explain_mismatch(request))
 
     return OpenProgramCassette

@@ -322,7 +322,10 @@ class CassetteRef(_Strict):
     relative to the scenario file and must stay inside the scenario's root (see
     ``checks.scenario_root``); ``api`` picks the adapter.  ``match_body`` (default on): each
     model call must send the recorded body, but for ``ignore_paths`` (JSON paths); turn it off
-    for a recording another client made."""
+    for a recording another client made.  ``fallback`` (off unless given): turns, written as
+    ``script`` writes them, that answer in order the model calls the cassette holds no answer
+    for (after a fault, or any drift), each marked ``served from script`` on the run; turns
+    never used fail the scenario (all of them always, else unless ``allow_unplayed``)."""
 
     path: str = Field(min_length=1)
     api: WireAPI
@@ -330,6 +333,12 @@ class CassetteRef(_Strict):
     match_body: bool = True
     ignore_paths: list[str] = Field(default_factory=list)
     allow_unplayed: bool = False
+    fallback: list[str | TurnDef] = Field(default_factory=list)
+
+    @property
+    def fallback_turns(self) -> list[TurnDef]:
+        """The fallback with plain strings expanded to text turns."""
+        return [TurnDef(text=t) if isinstance(t, str) else t for t in self.fallback]
 
     @field_validator("ignore_paths")
     @classmethod

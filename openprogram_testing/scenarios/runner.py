@@ -364,6 +364,7 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
             ignore_paths=cassette.ignore_paths,
             allow_unplayed=cassette.allow_unplayed,
             mutations=mutations_for(cassette.faults, count),
+            fallback=scripted_turns(cassette.fallback_turns),
         ):
             ran, failures = await _run(scenario, adapter, model)
     except CassetteError as exc:
@@ -451,12 +452,19 @@ def build_provider(scenario: Scenario) -> Any:
         return SchemaDrivenProvider(
             seed=spec.seed, tools=spec.tools, per_round=spec.per_round, chunk_size=spec.chunk_size
         )
+    from ..scripted import ScriptedProvider
+
+    return ScriptedProvider(scripted_turns(scenario.turns))
+
+
+def scripted_turns(defs: list[Any]) -> list[Any]:
+    """``ScriptedTurn``s of a scenario's turns (the model script, a cassette's fallback)."""
     from openprogram.types import Usage
 
-    from ..scripted import ScriptedProvider, ScriptedTurn, call, think
+    from ..scripted import ScriptedTurn, call, think
 
     turns = []
-    for t in scenario.turns:
+    for t in defs:
         parts: list[Any] = []
         if t.thinking is not None:
             parts.append(think(t.thinking))
@@ -477,7 +485,7 @@ def build_provider(scenario: Scenario) -> Any:
                 usage=Usage(**t.usage.model_dump()) if t.usage is not None else None,
             )
         )
-    return ScriptedProvider(turns)
+    return turns
 
 
 def build_schedule(scenario: Scenario) -> Any:
