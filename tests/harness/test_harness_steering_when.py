@@ -267,6 +267,20 @@ def test_a_callable_user_answers_until_it_returns_none() -> None:
     schedule.assert_complete()
 
 
+def test_the_simulated_user_answers_a_runtime_exec_run() -> None:
+    provider = ScriptedProvider(["Which city?", "How many seats?", "Booked."])
+    schedule = SteeringSchedule().simulated_user(
+        [UserLine("Oslo.", expect="city"), UserLine("Two.", expect="passengers")]
+    )
+    tree = run_exec_sync(Runtime(provider, "m"), "Book", schedule=schedule)
+    check_invariants(tree)
+    assert [m.text for m in tree.trace.user_messages] == ["Book", "Oslo."]
+    assert tree.final_text == "How many seats?"  # the dialogue ended at the mismatch
+    with pytest.raises(DialogueMismatch, match="/passengers/, but the agent replied"):
+        schedule.assert_complete()
+    assert len(provider.requests) == 2  # the third scripted turn is never asked for
+
+
 def test_a_callable_user_that_never_stops_is_stopped_by_the_cap() -> None:
     provider = ScriptedProvider(["again?"] * 3)
     schedule = SteeringSchedule().simulated_user(lambda reply, history: "go on")
