@@ -52,7 +52,10 @@ def _ask(prompt: str) -> dict[str, Any]:
     return {"messages": [("user", prompt)]}
 
 
-MODELS = pytest.mark.parametrize("responses", [False, True], ids=["chat", "responses"])
+APIS = ["openai_chat", "openai_responses"]
+MODELS = pytest.mark.parametrize(
+    "responses", [api == "openai_responses" for api in APIS], ids=["chat", "responses"]
+)
 
 
 @MODELS

@@ -47,7 +47,10 @@ async def _streamed(agent: Any, prompt: str) -> Any:
     return run
 
 
-MODELS = pytest.mark.parametrize("responses", [False, True], ids=["chat", "responses"])
+APIS = ["openai_chat", "openai_responses"]
+MODELS = pytest.mark.parametrize(
+    "responses", [api == "openai_responses" for api in APIS], ids=["chat", "responses"]
+)
 
 
 @MODELS
