@@ -41,40 +41,66 @@ class CapturedRuns(Sequence[TraceTree]):
         self._recorder = _Recorder(None)
         self._lock = threading.Lock()
         self._schedule = SteeringSchedule()
-        self._seen = -1
+        self._root: dict[str, str] = {}  # each run's outermost run
+        self._roots: list[str] = []  # the outermost runs, in the order they started
+        self._members: dict[str, list[str]] = {}  # an outermost run's runs, parents first
+        self._index: dict[str, int] = {}  # an outermost run's place in ``_trees``
+        self._dirty: set[str] = set()  # outermost runs with events since their tree was built
         self._trees: list[TraceTree] = []
         self.closed = False
 
     def close(self) -> None:
-        """Take no more events: a context copied inside the block (an event loop's runner made
-        there and reused later) may still name this observer after the block ended."""
+        """Take no new run: a context copied inside the block (an event loop's runner made
+        there and reused later) may still name this observer after the block ended.  A run
+        that started inside the block and is still going keeps recording to its end (and its
+        nested runs with it), so reading it later shows how it ended, not a cut trace that
+        looks like an error."""
         self.closed = True
 
     # -- the observer (called by every run inside the block) --------------------------------
     def __call__(self, info: Any, event: Any) -> None:
-        if self.closed:
-            return
         with self._lock:
+            root = self._root.get(info.run_id)
+            if root is None:
+                parent = self._root.get(info.parent_id) if info.parent_id is not None else None
+                if self.closed and parent is None:
+                    return
+                root = self._root[info.run_id] = parent if parent is not None else info.run_id
+                if parent is None:
+                    self._roots.append(root)
+                    self._members[root] = []
+                self._members[root].append(info.run_id)
             self._recorder(info, event)
+            self._dirty.add(root)
 
     def handed_over(self, handover: Any) -> None:
-        if self.closed:
-            return
         with self._lock:
+            run = handover.run
+            root = self._root.get(run.run_id) if run is not None else None
+            if self.closed and root is None:
+                return
             self._recorder.handed_over(handover)
+            self._dirty.update(self._roots if root is None else (root,))
 
     # -- reading ------------------------------------------------------------------------------
     def _built(self) -> list[TraceTree]:
-        """The trees, rebuilt only when events arrived since the last read (so reading in a
-        loop costs nothing more per read)."""
+        """The trees, each rebuilt only when its runs had events since the last read (so
+        reading after each of n runs costs the new runs, not all n again)."""
         with self._lock:
-            recorder = self._recorder
-            count = sum(len(events) for events in recorder.events.values())
-            count += sum(len(h) for h in recorder.handovers.values())
-            if count != self._seen:
-                self._trees = build_trees(recorder, self._schedule, (), None, None)
-                self._seen = count
+            if self._dirty:
+                fresh = self._roots[len(self._trees) :]
+                for root in fresh:  # new outermost runs, in the order they started
+                    self._index[root] = len(self._trees)
+                    self._trees.append(self._tree(root))
+                    self._dirty.discard(root)
+                for root in self._dirty:
+                    self._trees[self._index[root]] = self._tree(root)
+                self._dirty.clear()
             return self._trees
+
+    def _tree(self, root: str) -> TraceTree:
+        (tree,) = build_trees(self._recorder, self._schedule, (), None, None, self._members[root])
+        return tree
 
     @overload
     def __getitem__(self, index: int) -> TraceTree: ...

@@ -276,14 +276,16 @@ def build_trees(
     delivered: Sequence[Delivery],
     runtime: Any,
     cap: int | None,
+    order: Sequence[str] | None = None,
 ) -> list[TraceTree]:
     """The trees of the runs ``recorder`` saw, one per outermost run, in the order they started.
     ``runtime`` is the one that ran them (``None``: each run's own, as it recorded it); ``cap``
     the outermost runs' model-call cap (``None``: unknown, the loop's default unless the run
-    ended at its cap)."""
+    ended at its cap); ``order`` the runs to build (default: all; a caller rebuilding one tree
+    passes its runs, parents first, so reading after each of n runs is not n² work)."""
     nodes: dict[str, TraceTree] = {}
     roots: list[TraceTree] = []
-    for run_id in recorder.order:
+    for run_id in recorder.order if order is None else order:
         info = recorder.infos[run_id]
         parent = nodes.get(info.parent_id) if info.parent_id is not None else None
         if parent is None:

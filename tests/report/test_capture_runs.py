@@ -152,3 +152,65 @@ def test_the_report_shows_runs_no_runner_started(pytester: pytest.Pytester) -> N
         (lane,) = run["children"]
         assert lane["label"].startswith("exec from research") and lane["call_id"]
         assert run["behaviours"]["nested_exec"] == 1
+
+
+def test_a_run_still_going_when_the_block_ends_is_recorded_to_its_end() -> None:
+    """The block ends while a run (on a thread given its context) waits in a tool: reading it
+    afterwards shows how it ended, not a cut trace that reads as an error; a run started after
+    the block still stays out."""
+    started, go = threading.Event(), threading.Event()
+    registry, (research, add) = AGENT
+
+    def wait_then_add(a: int, b: int) -> int:
+        started.set()
+        go.wait(10)
+        return a + b
+
+    from openprogram import function
+
+    slow = function(registry=registry, name="slow_add")(wait_then_add)
+    provider = ScriptedProvider([turn(call("slow_add", {"a": 1, "b": 2})), "three"])
+    runtime = Runtime(provider, "m", registry=registry)
+    import contextvars
+
+    with capture_runs() as runs:
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run,
+            args=(
+                runtime.exec,
+                "add",
+            ),
+            kwargs={"tools": [slow]},
+        )
+        thread.start()
+        assert started.wait(10)
+    go.set()
+    thread.join(10)
+    context.run(plan_trip, "after", runtime=research_runtime((1, 2)))  # a new run: not taken
+    (tree,) = runs
+    assert tree.termination == "completed" and tree.final_text == "three"
+
+
+def test_reading_after_each_run_builds_each_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the runs after each of n runs rebuilds only the runs that changed (n builds,
+    not n²/2)."""
+    from openprogram_testing import trace as trace_module
+
+    built: list[int] = []
+    real = trace_module.LoopTrace.from_events.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(trace_module.LoopTrace, "from_events", classmethod(counting))
+    n = 40
+    script = [step for i in range(n) for step in research_script((i, i))]
+    runtime = Runtime(ScriptedProvider(script), "m", registry=AGENT[0])
+    with capture_runs() as runs:
+        for i in range(n):
+            plan_trip(f"plan {i}", runtime=runtime)
+            assert len(runs) == i + 1 and runs[-1].final_text == "outer answer"
+    assert len(built) == 2 * n  # each outer run and its nested run, once
+    assert [tree.trace.messages[0].text for tree in runs] == [f"plan {i}" for i in range(n)]  # type: ignore[union-attr]
