@@ -206,7 +206,7 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     requests the cassette does not hold from scripted turns (marked on the run; replay only)."""
     __tracebackhide__ = True
     _need_extra("cassette", "yaml", "vcr")
-    from .cassettes import use_cassette
+    from .cassettes import CassetteError, use_cassette
 
     marker = request.node.get_closest_marker("op_cassette")
     args = marker.args if marker else ()
@@ -231,16 +231,22 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     mode = str(request.config.getoption("--openprogram-record-mode") or "none")
     kwargs.setdefault("record_mode", mode)
     kwargs.setdefault("match_body", bool(request.config.getini("openprogram_cassette_match_body")))
-    with contextlib.ExitStack() as stack:
-        if kwargs["record_mode"] != "none":
-            from openprogram.providers import guard
+    try:
+        with contextlib.ExitStack() as stack:
+            if kwargs["record_mode"] != "none":
+                from openprogram.providers import guard
 
-            kwargs.pop("fallback", None)  # recording records what is asked: nothing to make up
-            stack.enter_context(guard.allow_model_requests(True))
-        path = _cassette_path(request, name)
-        if name is None and kwargs["record_mode"] == "none":
-            _refuse_legacy_name(request, path)
-        yield stack.enter_context(use_cassette(path, **kwargs))
+                kwargs.pop("fallback", None)  # recording records what is asked: nothing made up
+                stack.enter_context(guard.allow_model_requests(True))
+            path = _cassette_path(request, name)
+            if name is None and kwargs["record_mode"] == "none":
+                _refuse_legacy_name(request, path)
+            yield stack.enter_context(use_cassette(path, **kwargs))
+    except CassetteError as exc:  # the message says it all: no contextlib or library frames
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
 
 
 def _refuse_legacy_name(request: pytest.FixtureRequest, path: Path) -> None:

@@ -61,3 +61,35 @@ def test_an_unused_fallback_fails_the_test(pytester: pytest.Pytester) -> None:
     result = _run(pytester, 'fallback=["never asked"]')
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*answered nothing*"])
+
+
+def test_cassette_errors_show_no_contextlib_or_library_frames(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cassettes").mkdir()
+    shutil.copy(
+        ROOT / "cassettes" / "emulator" / "chat_tool_loop.yaml",
+        pytester.path / "cassettes" / "loop.yaml",
+    )
+    pytester.makepyfile(
+        test_frames="""
+import pytest
+
+@pytest.mark.op_cassette("missing")
+def test_missing(cassette):
+    pass
+
+@pytest.mark.op_cassette("loop")
+def test_unplayed(cassette):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("--tb=long")
+    result.assert_outcomes(passed=1, errors=2)  # test_unplayed passes, then its teardown errs
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteError: cassette *missing.yaml not found and record_mode='none'*",
+            "*CassetteError: cassette *loop.yaml: 2 of 2 recorded interaction(s) were never played*",
+        ]
+    )
+    for frame in ("contextlib.py", "cassettes/session.py", "openprogram_testing/plugin.py"):
+        assert frame not in out, frame
