@@ -180,3 +180,42 @@ def test_lines_never_said_fail_unless_optional() -> None:
 )
 def test_bad_dialogue_lines_are_positioned_errors(lines: str, found: str) -> None:
     assert found in _error(DIALOGUE + f"simulated_user: {lines}\n")
+
+
+NESTED = """
+prompt: Plan a trip.
+tools:
+  - name: plan
+    parameters: {type: object, properties: {goal: {type: string}}}
+    agentic: {prompt: "Plan: {goal}", tools: [search]}
+  - name: search
+    parameters: {type: object, properties: {city: {type: string}}}
+    echo: true
+script:
+  - calls: [{name: plan, args: {goal: warm}}]
+  - calls: [{name: search, args: {city: Rome}}, {name: search, args: {city: Oslo}}]
+  - Rome.
+  - Go to Rome.
+"""
+
+
+def test_when_in_a_nested_run_by_its_path() -> None:
+    failures = _run(
+        NESTED
+        + """
+steering:
+  - when: {tool: search, args: {city: Rome}}
+    run: plan
+    message: Only Rome.
+expect:
+  final_text: Go to Rome.
+  runs:
+    plan: {delivered: 1, tool_results: [{text: '{"city": "Rome"}'}, {skipped: true}]}
+"""
+    )
+    assert failures == []
+
+
+def test_a_when_on_a_tool_the_named_run_does_not_offer_is_a_positioned_error() -> None:
+    text = _error(NESTED + "steering: [{when: {tool: plan}, run: plan, message: x}]\n")
+    assert "steering[0].when.tool: run plan offers no tool 'plan' (it offers search)" in text
