@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .cassettes.modes import RECORD_MODES
 from .extras import MissingExtra, require
 from .invariants import timeline_shown
 from .render import render_timeline
@@ -46,7 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--openprogram-record-mode",
         action="store",
         default="none",
-        choices=("none", "once", "new_episodes", "all"),
+        choices=RECORD_MODES,
         help="Cassette record mode for the `cassette` fixture (default: none = replay only, "
         "never reach the network).  Recording allows real model requests.",
     )
@@ -289,7 +290,7 @@ def _openprogram_model_request_guard(request: pytest.FixtureRequest) -> Iterator
     except ImportError:  # an openprogram without the guard: nothing to switch
         yield
         return
-    previous = getattr(guard, "_allowed_global", True)  # the process-wide default, to restore
+    previous = guard.get_allow_model_requests()  # the process-wide default, to restore
     guard.set_allow_model_requests(_requests_allowed(request))
     try:
         yield

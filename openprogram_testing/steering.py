@@ -38,13 +38,13 @@ the entry was built with ``required=False``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from openprogram import PollPoint, RunInfo
 from openprogram.loop import LoopConfig, effective_cap
-from openprogram.runs import wants_poll_point
+from openprogram.runs import MessageSource, wants_poll_point
 from openprogram.texts import clip
 from openprogram.types import AssistantMessage, Message, UserMessage, user_messages
 
@@ -66,10 +66,6 @@ EntryKind: TypeAlias = Literal[
     "after_tool", "after_call", "before_round", "follow_up", "when", "user"
 ]
 DeliveryKind: TypeAlias = Literal["steering", "follow_up"]
-
-_Source: TypeAlias = Callable[
-    ..., "Awaitable[Sequence[UserMessage | str]] | Sequence[UserMessage | str]"
-]
 
 
 def run_path(run: RunLike) -> RunPath:
@@ -168,8 +164,8 @@ class SteeringSchedule:
         self._done: set[int] = set()
         self._mode: str = "skip"
         self._cap: int | None = None
-        self._chained_steering: _Source | None = None
-        self._chained_follow_up: _Source | None = None
+        self._chained_steering: MessageSource | None = None
+        self._chained_follow_up: MessageSource | None = None
         self._paths: dict[str, RunPath] = {}
         self._steered_rounds: set[tuple[str | None, int]] = set()
         self._watches: dict[str | None, RunWatch] = {}
@@ -375,7 +371,7 @@ class SteeringSchedule:
 
         return detach
 
-    def _chain(self, steering: _Source | None, follow_up: _Source | None) -> None:
+    def _chain(self, steering: MessageSource | None, follow_up: MessageSource | None) -> None:
         if steering is not None and steering != self.steering:
             self._chained_steering = steering
         if follow_up is not None and follow_up != self.follow_ups:
@@ -576,7 +572,7 @@ class SteeringSchedule:
         return list(messages)
 
 
-async def _call(source: _Source | None, point: PollPoint) -> list[UserMessage]:
+async def _call(source: MessageSource | None, point: PollPoint) -> list[UserMessage]:
     """Poll a chained source as the runtime would: with the point if it takes one; without it
     only in a bare loop or the outermost work run (a source that cannot tell runs apart must not
     take messages meant for the outermost run)."""

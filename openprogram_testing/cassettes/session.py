@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..faults import FaultError, MutableResponse, Mutation, apply_mutations
@@ -41,6 +41,7 @@ from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
 from .matching import ROUTE_MATCHERS, BodyMatch, requests_match, show
+from .modes import RECORD_MODES, RecordMode
 from .redaction import RedactionRules, Redactor
 
 if TYPE_CHECKING:
@@ -54,8 +55,6 @@ __all__ = [
     "use_cassette",
 ]
 
-RecordMode = Literal["none", "once", "new_episodes", "all"]
-RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
 
 MutationSpec = Sequence[Mutation] | Mapping[int, Sequence[Mutation]]
 
