@@ -84,10 +84,15 @@ def usage_summary(runs: Sequence[Mapping[str, Any]], prices: Any = None) -> dict
     try:
         while stack:
             run = stack.pop()
-            stack.extend(run.get("children") or [])
+            if not isinstance(run, Mapping):  # a hand-made records file merged: not a run
+                raise UsageError(f"a run record is {type(run).__name__}, not an object")
+            children = run.get("children") or []
+            stack.extend(children if isinstance(children, list) else [children])
             usage = run.get("usage")
             if not usage:
                 continue
+            if not isinstance(usage, Mapping) or not isinstance(usage.get("by_model", {}), Mapping):
+                raise UsageError(f"a run's usage record is not an object: {usage!r:.60}")
             if "error" in usage:
                 raise UsageError(str(usage["error"]))
             total.add(UsageTotals.from_dict(usage))

@@ -281,3 +281,27 @@ def test_records_and_pages_are_never_written_through_a_link_out_of_the_project(
     assert code == 2, out + err
     assert "leads outside the project" in err
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        {"behaviours": {}, "children": ["not a run"]},
+        {"behaviours": {}, "children": "lanes"},
+        {"behaviours": {}, "usage": "lots"},
+        {"behaviours": {}, "usage": {"by_model": "m"}},
+    ],
+)
+def test_a_hand_made_run_the_page_cannot_count_still_draws_the_merged_page(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    run: dict[str, Any],
+) -> None:
+    """Records pass the merge's checks but a run's lanes or usage are not objects: the page
+    says the usage is unknown for that test instead of the merge ending in a traceback."""
+    monkeypatch.chdir(tmp_path)
+    Path("odd.json").write_text(json.dumps(_records(runs=[run])))
+    code, out, err = cli(capsys, "report", "merge", "odd.json", "--html", "m.html")
+    assert (code, err) == (0, "") and "1 tests (1 passed)" in out
+    assert "usage unknown" in Path("m.html").read_text()
