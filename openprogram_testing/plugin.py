@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -408,12 +409,27 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+def _snapshot_diffs(report: pytest.TestReport) -> None:
+    """A failed trace snapshot's marked diff as a report section, whole (pytest cuts the
+    assertion's explanation at default verbosity, so a second difference needed ``-vv``)."""
+    module = sys.modules.get(f"{__package__}.snapshot")  # never imported: no snapshot was taken
+    if module is None:
+        return
+    diffs = [lines for lines in module.PENDING_DIFFS if lines]
+    module.PENDING_DIFFS.clear()
+    if report.failed and diffs:
+        text = "\n\n".join("\n".join(lines) for lines in diffs)
+        report.sections.append(("trace snapshot diff (- snapshot, + this run)", text))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """When a test that ran loops fails, show the last run's timeline in the report, once: not
     when the failure message already carries it (the assertion helpers and invariant checks
     include it)."""
     report = yield
+    if call.when == "call":
+        _snapshot_diffs(report)
     if report.failed and call.when == "call":
         ran = item.stash.get(_RAN_KEY, None)
         error = call.excinfo.value if call.excinfo is not None else None

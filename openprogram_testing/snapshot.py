@@ -15,8 +15,10 @@ snapshots (syrupy merges the workers' reports on the controller before cleaning 
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +126,14 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         confined(location, snapshot_root(location), "the snapshot")
         super().write_snapshot_collection(snapshot_collection=snapshot_collection, **kwargs)
 
+    def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
+        """Each changed line whole, the differing part marked (syrupy's own diff cuts a long
+        line before the change).  Kept for the report section too: pytest truncates an
+        assertion's explanation at default verbosity, the section is shown whole."""
+        lines = marked_diff(str(serialized_data), str(snapshot_data))
+        PENDING_DIFFS.append(lines)
+        yield from lines
+
     def serialize(self, data: Any, **kwargs: Any) -> str:
         """The snapshot text of ``data``; refuses syrupy's property options (see
         :class:`SnapshotOptionRefused`) instead of ignoring them."""
@@ -142,4 +152,54 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         )
 
 
-__all__ = ["STEM_BUDGET", "SnapshotOptionRefused", "TraceSnapshotExtension", "safe_stem"]
+PENDING_DIFFS: list[list[str]] = []
+"""The marked diffs of failed trace snapshots of the test running now; the plugin moves them
+into the test's report as a section (and empties the list after each test)."""
+
+
+def marked_diff(received: str, stored: str) -> list[str]:
+    """The lines that differ between the ``stored`` snapshot and the ``received`` text: for each
+    hunk its line number, then each stored line (``-``) and received line (``+``) whole, and
+    under a changed pair a ``^`` marker spanning the part that differs."""
+    old, new = stored.splitlines(), received.splitlines()
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        out.append(f"line {i1 + 1} of the snapshot ({tag}):")
+        for k in range(max(i2 - i1, j2 - j1)):
+            before = old[i1 + k] if i1 + k < i2 else None
+            after = new[j1 + k] if j1 + k < j2 else None
+            if before is not None:
+                out.append(f"- {before}")
+            if after is not None:
+                out.append(f"+ {after}")
+            if before is not None and after is not None:
+                out.append("  " + _carets(before, after))
+    return out
+
+
+def _carets(before: str, after: str) -> str:
+    """``^`` under the part of ``after`` that differs from ``before`` (common prefix and suffix
+    left unmarked)."""
+    prefix = 0
+    limit = min(len(before), len(after))
+    while prefix < limit and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < limit - prefix
+        and before[len(before) - 1 - suffix] == after[len(after) - 1 - suffix]
+    ):
+        suffix += 1
+    return " " * prefix + "^" * max(1, len(after) - suffix - prefix, len(before) - suffix - prefix)
+
+
+__all__ = [
+    "STEM_BUDGET",
+    "SnapshotOptionRefused",
+    "TraceSnapshotExtension",
+    "marked_diff",
+    "safe_stem",
+]

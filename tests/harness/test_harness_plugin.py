@@ -261,6 +261,41 @@ def test_snapshot_round_trip(pytester: pytest.Pytester) -> None:
     )
 
 
+LONG_SNAPSHOT_TEST = (
+    "from openprogram_testing import call, turn\n"
+    + ADD
+    + """
+def test_long(scripted_provider, loop_runner, trace_snapshot):
+    booked = "Booked: " + ", ".join(f"DY{1870 + i}-2026-05-0{i}" for i in range(1, 9)) + "."
+    scripted_provider.add(turn(call("add", {"a": 1, "b": 2})), booked + " Confirmed for Ada.")
+    assert trace_snapshot == loop_runner("book it " + "please " * 30, tools=[ADD])
+"""
+)
+
+
+def test_a_snapshot_diff_shows_each_changed_line_whole_at_default_verbosity(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_long=LONG_SNAPSHOT_TEST)
+    _run(pytester, "--snapshot-update").assert_outcomes(passed=1)
+    path = pytester.path / "__snapshots__" / "test_long" / "test_long.trace.txt"
+    text = path.read_text()
+    path.write_text(text.replace("DY1872-2026-05-02", "DY1872-2026-05-01").replace("Ada", "Bob"))
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    # Both changes, each line whole with its marker, without -vv.
+    changed = [line for line in out.splitlines() if "Booked: DY1871-2026-05-01" in line]
+    assert any(line.startswith("- ") and "DY1872-2026-05-01" in line and "Bob." in line
+               for line in changed), out  # fmt: skip
+    assert any(line.startswith("+ ") and "DY1872-2026-05-02" in line and "Ada." in line
+               for line in changed), out  # fmt: skip
+    marker = next(line for line in out.splitlines() if line.strip().startswith("^"))
+    plus = next(line for line in changed if line.startswith("+ "))
+    assert plus[marker.index("^")] == "2" and marker.rstrip().endswith("^")  # 05-0[2] ... [Ada]
+    assert "trace snapshot diff (- snapshot, + this run)" in out
+
+
 XDIST_TESTS = (
     "import pytest\nfrom openprogram_testing import call, turn\n"
     + ADD
