@@ -320,14 +320,16 @@ def runtime_override(request: pytest.FixtureRequest) -> Iterator[Callable[..., N
 
 
 @pytest.fixture
-def steering() -> Iterator[SteeringSchedule]:
+def steering(request: pytest.FixtureRequest) -> Iterator[SteeringSchedule]:
     """A fresh ``SteeringSchedule``.  ``loop_runner`` uses it automatically when the test
-    requests both fixtures.  At teardown, if a loop ran with it, a required entry no run reached
-    (or a simulated user's line the agent's reply did not fit) fails the test."""
+    requests both fixtures.  At teardown, if a loop ran with it and the test itself passed, a
+    required entry no run reached (or a simulated user's line the agent's reply did not fit)
+    fails the test; after a failure the entries left are its consequence, not a second error."""
     __tracebackhide__ = True
     schedule = SteeringSchedule()
     yield schedule
-    _schedule_complete(schedule)
+    if not request.node.stash.get(_CALL_FAILED, False):
+        _schedule_complete(schedule)
 
 
 def _schedule_complete(schedule: SteeringSchedule) -> None:
@@ -344,6 +346,7 @@ def _schedule_complete(schedule: SteeringSchedule) -> None:
 
 
 _RAN_KEY = pytest.StashKey[list[Ran]]()
+_CALL_FAILED = pytest.StashKey[bool]()
 
 
 def _runner_args(request: pytest.FixtureRequest) -> tuple[Any, ...]:
@@ -431,6 +434,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call":
         _snapshot_diffs(report)
     if report.failed and call.when == "call":
+        item.stash[_CALL_FAILED] = True
         ran = item.stash.get(_RAN_KEY, None)
         error = call.excinfo.value if call.excinfo is not None else None
         if ran and not timeline_shown(error):
