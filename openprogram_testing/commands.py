@@ -563,20 +563,19 @@ RECORDABLE: dict[str, ProviderAPI] = {a.name: a for a in PROVIDER_APIS if a.reco
 def record(
     scenario_file: Annotated[Path, typer.Argument(help="The scenario whose prompts/tools to use.")],
     out_file: Annotated[Path, typer.Option("--out", "-o", help="Cassette file to write.")],
-    api: Annotated[
-        str, typer.Option("--api", help="openai_chat | openai_responses | anthropic")
-    ] = "openai_chat",
+    api: Annotated[str, typer.Option("--api", help=" | ".join(RECORDABLE))] = "openai_chat",
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
 ) -> None:
     """Record a cassette of a scenario's prompts/tools against a real provider (keys from env)."""
     if api not in RECORDABLE:
         raise UsageProblem(f"unknown API {api!r}; use one of {', '.join(RECORDABLE)}")
     entry = RECORDABLE[api]
-    key = entry.key_vars[0]
-    if not os.environ.get(key):
+    # An API without key variables (bedrock) takes botocore's credential chain, which says
+    # itself when it finds nothing, before anything is sent.
+    if entry.key_vars and not any(os.environ.get(k) for k in entry.key_vars):
         raise UsageProblem(
-            f"recording against {api} needs a real API key: set {key} in the environment "
-            "(nothing was sent)"
+            f"recording against {api} needs a real API key: set {entry.key_vars[0]} in the "
+            "environment (nothing was sent)"
         )
     scenario = load_scenario(scenario_file)
     from openprogram.providers import guard, provider_from_env

@@ -108,6 +108,8 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
             "/v1beta/models/{model}:generateContent",
             "/v1beta/models/{model}:streamGenerateContent?alt=sse",
         ),
+        recordable=True,
+        record_model="gemini-2.0-flash",
     ),
     ProviderAPI(
         "bedrock",
@@ -116,6 +118,8 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         (),
         "BEDROCK_BASE_URL",
         ("/model/{modelId}/converse", "/model/{modelId}/converse-stream"),
+        recordable=True,
+        record_model="amazon.nova-micro-v1:0",
     ),
 )
 """Every provider API, one entry each."""

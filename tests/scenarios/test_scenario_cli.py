@@ -291,6 +291,43 @@ def test_record_refuses_without_api_keys(tmp_path: Path, capsys, monkeypatch) ->
     assert not (tmp_path / "c.yaml").exists()
 
 
+def test_record_offers_every_recordable_api(tmp_path: Path, capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, "record", "--help")
+    assert code == 0 and "gemini" in out and "bedrock" in out
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    path = tmp_scenario(tmp_path, PASSING)
+    code, _, err = cli(capsys, "record", str(path), "--out", "c.yaml", "--api", "gemini")
+    assert code == 2 and "set GEMINI_API_KEY in the environment" in err
+
+
+@pytest.mark.parametrize("api", ["gemini", "bedrock"])
+def test_record_gemini_and_bedrock_against_the_emulator(
+    api: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from openprogram_testing.emulator import ProviderEmulator
+    from openprogram_testing.scripted import call, turn
+
+    source = tmp_path / "scenario_src.yaml"
+    source.write_text(PASSING)
+    out = tmp_path / "recorded.yaml"
+    with ProviderEmulator([turn(call("t", {})), turn("done")]) as emulator:
+        if api == "gemini":
+            monkeypatch.setenv("GEMINI_API_KEY", "AIzaSyLiveTest0123456789abcdefghijklm")
+            monkeypatch.setenv("GEMINI_BASE_URL", emulator.base_url)
+        else:
+            monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIALIVETEST01234567")
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "live-secret-0123456789abcdef")
+            monkeypatch.setenv("AWS_REGION", "us-east-1")
+            monkeypatch.setenv("BEDROCK_BASE_URL", emulator.base_url)
+        code, stdout, err = cli(capsys, "record", str(source), "--out", str(out), "--api", api)
+        emulator.assert_complete()
+    assert code == 0, stdout + err
+    assert "(2 model call(s), termination completed)" in stdout
+    text = out.read_text()
+    assert "AIzaSyLiveTest" not in text and "live-secret" not in text
+
+
 def _cassette_scenario(tmp_path: Path, faults: str) -> Path:
     """A cassette scenario beside a two-interaction chat recording made against the emulator."""
     import httpx
