@@ -70,6 +70,18 @@ DEFAULT_SECRET_HEADERS: tuple[str, ...] = (
     "*_password",
     "*_session_id",
     "*_subscription_key",
+    # bare and short spellings some gateways use ("Token: ...", "X-Auth: ...")
+    "token",
+    "secret",
+    "password",
+    "passphrase",
+    "auth",
+    "x_auth",
+    "*_access_key",
+    "credential",
+    "credentials",
+    "*_credential",
+    "*_credentials",
     "openai_organization",
     "openai_project",
     "anthropic_organization_id",
@@ -118,6 +130,11 @@ DEFAULT_SECRET_FIELDS: tuple[str, ...] = (
     "*_private_key",
     "authorization",
     "subscription_key",
+    "access_key",
+    "*_access_key",
+    "credentials",
+    "passphrase",
+    "pwd",
 )
 
 #: Environment variables whose values are secrets wherever they appear.

@@ -376,6 +376,8 @@ def _body(redactor: Redactor, body: Any, headers: Mapping[str, Any]) -> str:
         try:
             body = json.loads(text)
         except ValueError:
+            if "x-www-form-urlencoded" in kind.lower():  # an OAuth token request's secret
+                text = redactor.form(text)
             return clip(redactor.body(text))
     try:
         text = json.dumps(body, indent=2, ensure_ascii=False, default=repr)
