@@ -97,6 +97,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         endpoint="/v1/messages",
         recordable=True,
         record_model="claude-3-5-haiku-latest",
+        aliases=("anthropic_messages",),  # AssistantMessage.api as stored
     ),
     ProviderAPI(
         "gemini",
@@ -110,6 +111,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         ),
         recordable=True,
         record_model="gemini-2.0-flash",
+        aliases=("google_gemini",),  # AssistantMessage.api as stored
     ),
     ProviderAPI(
         "bedrock",
@@ -120,6 +122,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         ("/model/{modelId}/converse", "/model/{modelId}/converse-stream"),
         recordable=True,
         record_model="amazon.nova-micro-v1:0",
+        aliases=("bedrock_converse",),  # AssistantMessage.api as stored
     ),
 )
 """Every provider API, one entry each."""
