@@ -24,9 +24,14 @@ if TYPE_CHECKING:
     from .assertions import assert_tool_results as assert_tool_results
     from .capture import CapturedRuns as CapturedRuns
     from .capture import capture_runs as capture_runs
+    from .cassettes import REDACTED as REDACTED
     from .cassettes import CassetteError as CassetteError
     from .cassettes import CassetteMismatch as CassetteMismatch
     from .cassettes import CassetteSession as CassetteSession
+    from .cassettes import RedactionRules as RedactionRules
+    from .cassettes import Redactor as Redactor
+    from .cassettes import ScriptExhaustedWarning as ScriptExhaustedWarning
+    from .cassettes import load_interactions as load_interactions
     from .cassettes import use_cassette as use_cassette
     from .conditions import SteeringNotFired as SteeringNotFired
     from .dialogue import DialogueMismatch as DialogueMismatch
@@ -37,6 +42,17 @@ if TYPE_CHECKING:
     from .emulator import RetryTimingError as RetryTimingError
     from .emulator import assert_retries as assert_retries
     from .failures import TraceFailure as TraceFailure
+    from .faults import CorruptCrc as CorruptCrc
+    from .faults import CorruptFrame as CorruptFrame
+    from .faults import DropTerminal as DropTerminal
+    from .faults import FaultError as FaultError
+    from .faults import GarbleToolArguments as GarbleToolArguments
+    from .faults import HttpError as HttpError
+    from .faults import InjectError as InjectError
+    from .faults import Latency as Latency
+    from .faults import Rechunk as Rechunk
+    from .faults import Stall as Stall
+    from .faults import TruncateAfter as TruncateAfter
     from .invariants import InvariantViolation as InvariantViolation
     from .invariants import Violation as Violation
     from .invariants import check_invariants as check_invariants
@@ -44,6 +60,10 @@ if TYPE_CHECKING:
     from .invariants import find_violations as find_violations
     from .recording import add_trace_listener as add_trace_listener
     from .recording import remove_trace_listener as remove_trace_listener
+    from .report import Coverage as Coverage
+    from .report import exhibited as exhibited
+    from .report import trace_record as trace_record
+    from .report import write_html as write_html
     from .scenarios import Scenario as Scenario
     from .scenarios import ScenarioError as ScenarioError
     from .scenarios import ScenarioResult as ScenarioResult
@@ -68,6 +88,7 @@ if TYPE_CHECKING:
     from .scripted import raising_turn as raising_turn
     from .scripted import think as think
     from .scripted import turn as turn
+    from .snapshot import TraceSnapshotExtension as TraceSnapshotExtension
     from .steering import Delivery as Delivery
     from .steering import ScheduleEntry as ScheduleEntry
     from .steering import SteeringSchedule as SteeringSchedule
@@ -91,6 +112,27 @@ if TYPE_CHECKING:
     from .usage import usage_of as usage_of
 
 _EXPORTS: dict[str, str] = {
+    "CorruptCrc": "faults",
+    "CorruptFrame": "faults",
+    "DropTerminal": "faults",
+    "FaultError": "faults",
+    "GarbleToolArguments": "faults",
+    "HttpError": "faults",
+    "InjectError": "faults",
+    "Latency": "faults",
+    "Rechunk": "faults",
+    "Stall": "faults",
+    "TruncateAfter": "faults",
+    "REDACTED": "cassettes",
+    "RedactionRules": "cassettes",
+    "Redactor": "cassettes",
+    "ScriptExhaustedWarning": "cassettes",
+    "load_interactions": "cassettes",
+    "TraceSnapshotExtension": "snapshot",
+    "Coverage": "report",
+    "exhibited": "report",
+    "trace_record": "report",
+    "write_html": "report",
     "assert_final_text": "assertions",
     "assert_model_calls": "assertions",
     "assert_recovered": "assertions",
