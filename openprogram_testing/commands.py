@@ -36,7 +36,6 @@ from .cassettes.files import recorded_body_text
 from .paths import OutsideProject, writable_target
 from .scenarios import (
     SCENARIO_PATTERNS,
-    Scenario,
     ScenarioError,
     is_scenario_file,
     load_scenario,
@@ -581,39 +580,27 @@ def record(
     from openprogram.providers import guard, provider_from_env
 
     from .cassettes import use_cassette
-    from .scenarios import build_schedule, build_tools
+    from .scenarios import build_tools
+    from .scenarios.runner import loop_options
     from .trace import render_timeline, run_loop_sync
 
     adapter = provider_from_env(api)
     default_model = entry.record_model or ""
-    options = scenario.options
     with guard.allow_model_requests(True), use_cassette(out_file, record_mode="all"):
+        # the runner's own mapping of the scenario's options: the recording sends what a
+        # replay of it will send
         trace = run_loop_sync(
             adapter,
             scenario.prompt_list,
             tools=build_tools(scenario, adapter, model or default_model),
-            schedule=build_schedule(scenario),
-            system_prompt=scenario.system_prompt,
             model=model or default_model,
-            max_iterations=options.max_iterations,
-            tool_choice=_choice(scenario),
-            parallel_tool_calls=options.parallel_tool_calls,
-            steering_mode=options.steering_mode,
-            tool_timeout_s=options.tool_timeout_s,
+            **loop_options(scenario),
         )
     out.print(escape(render_timeline(trace)))
     out.print(
         f"\ncassette written to {escape(str(out_file))} ({trace.model_calls} model call(s), "
         f"termination {trace.termination})"
     )
-
-
-def _choice(scenario: Scenario) -> Any:
-    """The scenario's ``tool_choice`` as a run sends it (``"auto"`` unless the file says)."""
-    choice: Any = scenario.options.tool_choice
-    if choice is None and "tool_choice" not in scenario.options.model_fields_set:
-        return "auto"
-    return choice.model_dump() if hasattr(choice, "model_dump") else choice
 
 
 def _emulator_script(scenario: Any) -> tuple[list[Any], str | None, dict[int, list[Any]]]:
