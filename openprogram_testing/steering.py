@@ -72,6 +72,8 @@ def run_path(run: RunLike) -> RunPath:
     """Normalise a run address (see ``RunLike``) to a tuple of tool names."""
     if run is None:
         return ()
+    if not isinstance(run, str | list | tuple):  # a number or a mapping is no run address
+        raise TypeError(f'a run is named by "a/b" or ["a", "b"] (tool names), got {run!r}')
     parts = run.split("/") if isinstance(run, str) else list(run)
     out: list[str] = []
     for part in parts:
