@@ -28,7 +28,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
@@ -180,6 +180,21 @@ _SIGV4_PART = re.compile(r"(?:Credential=([A-Za-z0-9]+)/|Signature=([0-9a-fA-F]{
 _CALL_ARGUMENTS = frozenset({"args", "input", "arguments"})
 # Cookie headers hold several name=value pairs: each value is a secret on its own.
 _COOKIES = frozenset({"cookie", "set_cookie"})
+
+
+def _string_leaves(value: Any) -> Iterator[str]:
+    """The strings inside a JSON value long enough to be remembered as secrets (and not
+    redacted already)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if len(node.strip()) >= MIN_SECRET_LENGTH and REDACTED not in node:
+                yield node
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -463,7 +478,14 @@ class Redactor:
                                 found.add((key, value))
                                 self.remember(value)
                     elif isinstance(value, dict | list):
-                        stack.append(value)
+                        if self.rules.is_secret_field(key) and not (logprob and key == "token"):
+                            # {"credentials": ["..."]} / {"token": {"value": "..."}}: every
+                            # string inside is the secret, wherever else it appears
+                            for leaf in _string_leaves(value):
+                                found.add((key, leaf))
+                                self.remember(leaf)
+                        else:
+                            stack.append(value)
         return found
 
     # ---- the scan before writing

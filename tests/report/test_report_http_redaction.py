@@ -56,3 +56,23 @@ def test_a_form_encoded_token_request_loses_its_secrets() -> None:
     assert SECRET not in json.dumps(record)
     body = record["request"]["body"]
     assert "grant_type=client_credentials&client_id=app&client_secret=REDACTED" == body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"token": [SECRET]},
+        {"credentials": {"value": SECRET}},
+        {"outer": [{"client_secret": {"current": SECRET, "previous": [SECRET + "old"]}}]},
+    ],
+)
+def test_a_credential_field_holding_a_list_or_object_loses_every_string_in_it(
+    body: dict[str, object],
+) -> None:
+    exchange = HttpExchange(
+        "emulator", 0, "POST", "https://gw/v1", 0.0, request_body=body,
+        status=200, response_body={"echo": SECRET},
+    )  # fmt: skip
+    (record,) = http_records([exchange])
+    assert SECRET not in json.dumps(record)
+    assert "REDACTED" in record["request"]["body"] and "REDACTED" in record["response"]["body"]
