@@ -35,11 +35,12 @@ def _q(text: str, limit: int = 60) -> str:
 def _fail(message: str, subject: Subject, run: str | Sequence[str] | None = None) -> TraceFailure:
     """The failure of a check on ``subject`` (at ``run``): it names the run and shows that
     run's lane, not the whole tree's timeline."""
+    where = ""
     if run:
         where = run if isinstance(run, str) else "/".join(run)
         message = f"in run {where}: {message}"
     message = clip(message, 2 * CLIP_LIMIT)  # whatever value a message quotes
-    return TraceFailure(message, lane_text(subject, run))
+    return TraceFailure(message, lane_text(subject, run), run=where)
 
 
 def _pick(subject: Subject, run: str | Sequence[str] | None) -> LoopTrace:

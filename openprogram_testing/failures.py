@@ -14,13 +14,18 @@ from typing import Any
 
 
 class TraceFailure(AssertionError):
-    """A run failed a check: ``summary``, ``violations`` and the run's ``timeline``; its text is
-    the summary, then the timeline."""
+    """A run failed a check: ``summary``, ``violations``, the run's ``timeline`` and ``run``, the
+    path of the nested run checked (``"plan_trip/compare_options"``; ``""``: the outermost run or
+    a bare loop run, whose timeline is then the whole one); its text is the summary, then the
+    timeline."""
 
-    def __init__(self, summary: str, timeline: str = "", violations: Sequence[Any] = ()) -> None:
+    def __init__(
+        self, summary: str, timeline: str = "", violations: Sequence[Any] = (), run: str = ""
+    ) -> None:
         self.summary = summary
         self.timeline = timeline
         self.violations = list(violations)
+        self.run = run
         text = f"{summary}\n\nrun timeline:\n{timeline}" if timeline else summary
         super().__init__(text)
 

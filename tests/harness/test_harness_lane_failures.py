@@ -59,6 +59,7 @@ def test_a_failure_in_a_nested_run_shows_its_lane_and_the_path_to_it() -> None:
     with pytest.raises(TraceFailure) as info:
         assert_tool_results(tree, ["get_weather"], run="plan_trip/compare_options")
     failure = info.value
+    assert failure.run == "plan_trip/compare_options"
     text = str(failure)
     assert text.startswith("in run plan_trip/compare_options: tool results differ:")
     assert failure.timeline.splitlines()[0] == (
