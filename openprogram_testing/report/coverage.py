@@ -55,6 +55,21 @@ class Coverage:
             coverage.add(counts)
         return coverage
 
+    @classmethod
+    def of_tests(cls, tests: Iterable[Mapping[str, Any]]) -> Coverage:
+        """The coverage of a suite from its test entries (the report's data): every run's
+        behaviours and every test's trajectory checks.  The session, ``report merge`` and every
+        view count through here, so a merged report can never say less than the session did."""
+        tests = list(tests)
+        coverage = cls.of(
+            run.get("behaviours") or {}
+            for t in tests
+            for run in (t.get("runs") or [])
+            if isinstance(run, Mapping)
+        )
+        coverage.add_trajectories(tests)
+        return coverage
+
     @property
     def covered(self) -> list[Behaviour]:
         return [b for b in BEHAVIOURS if self.runs_by_behaviour.get(b.name)]

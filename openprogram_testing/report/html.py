@@ -147,7 +147,9 @@ def render_html(
     if coverage is not None:
         parts.append(
             '<section class="coverage"><h2>Loop-behaviour coverage</h2>'
-            f"<p>{escape(coverage.summary_line())}</p><table><thead><tr><th>behaviour</th>"
+            f"<p>{escape(coverage.summary_line())}</p>"
+            f'<p id="coverage-trajectory">{escape(coverage.trajectory_line())}</p>'
+            "<table><thead><tr><th>behaviour</th>"
             "<th>title</th><th>runs</th><th>times</th><th>definition</th></tr></thead>"
             '<tbody id="coverage-rows"></tbody></table></section>\n'
         )

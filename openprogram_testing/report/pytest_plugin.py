@@ -334,8 +334,7 @@ class SessionReport:
         from .html import write_html
 
         tests = self.entries()
-        self.coverage = Coverage.of(run.get("behaviours") or {} for t in tests for run in t["runs"])
-        self.coverage.add_trajectories(tests)
+        self.coverage = Coverage.of_tests(tests)
         target = self.config.getoption("--openprogram-html", default=None)
         if target:
             self.html = write_html(

@@ -66,3 +66,28 @@ def test_the_coverage_data_per_mode() -> None:
     assert coverage.trajectory == {"strict": ["a", "b"], "subset": ["b"]}
     assert coverage.trajectory_line() == "trajectory checked by 2 tests: strict 2, subset 1"
     assert "trajectory checked by no test" in Coverage().text()
+
+
+def test_the_html_report_and_a_merged_report_say_the_same(pytester: pytest.Pytester) -> None:
+    """The session's page, its records and ``report merge`` of those records count the same
+    trajectory checks: one counting function, so a merged report cannot lose them."""
+    from openprogram_testing.report.merge import merge, read_records
+
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makefile(".yaml", scenario_trajectory=SCENARIO)
+    html = pytester.path / "report.html"
+    records = pytester.path / "records.json"
+    # In a subprocess: modules an in-process pytester session imported are dropped after it,
+    # so a second in-process session would count through a fresh module's listeners.
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--openprogram-coverage", f"--openprogram-html={html}",
+        f"--openprogram-records={records}", "-o", "asyncio_default_fixture_loop_scope=function",
+    )  # fmt: skip
+    result.assert_outcomes(passed=4, failed=1)
+    line = "trajectory checked by 4 tests: strict 1, subset 1, superset 1, unordered 1"
+    page = html.read_text(encoding="utf-8")
+    shown = page.split('<p id="coverage-trajectory">', 1)[1].split("</p>", 1)[0]
+    assert shown == line
+    merged = merge([read_records(records)])
+    assert merged.coverage.trajectory_line() == line
+    assert merged.coverage.runs == Coverage.of_tests(read_records(records).tests).runs > 0
