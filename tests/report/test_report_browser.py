@@ -226,6 +226,8 @@ def test_five_thousand_runs_open_within_two_seconds(browser: Any, tmp_path: Path
 def test_a_test_of_many_runs_builds_each_timeline_when_it_is_opened(
     browser: Any, tmp_path: Path
 ) -> None:
+    from playwright.sync_api import expect
+
     record = trace_record(run(batch(2), "done"))
     tests = [{"name": "many", "nodeid": "many", "outcome": "passed", "ms": 1.0,
               "failure": None, "runs": [record] * 50}]  # fmt: skip
@@ -236,8 +238,9 @@ def test_a_test_of_many_runs_builds_each_timeline_when_it_is_opened(
         assert page.locator("details.lane").count() == 50
         assert page.locator(".round").count() == 0
         page.locator("details.lane > summary").nth(7).click()
-        assert page.locator(".round").count() == 2
-        assert page.locator("details.lane").nth(7).locator(".round").count() == 2
+        # A <details> element's toggle event fires after the click returns: wait for it.
+        expect(page.locator("details.lane").nth(7).locator(".round")).to_have_count(2)
+        expect(page.locator(".round")).to_have_count(2)
     finally:
         page.close()
 
