@@ -61,7 +61,9 @@ def test_pytest_refuses_the_html_report_behind_such_a_link(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (pytester.path / "build").symlink_to(elsewhere, target_is_directory=True)
-    result = pytester.runpytest("--openprogram-html=build/r.html")
+    result = pytester.runpytest(
+        "--openprogram-html=build/r.html", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "leads outside the project" in result.stderr.str()
     assert list(elsewhere.iterdir()) == []
