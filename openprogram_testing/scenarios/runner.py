@@ -15,11 +15,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openprogram import CancelledRun, ProviderError, run_sync
+from openprogram.events import AgentEnd
 from openprogram.loop import ABORTED_TEXT
+from openprogram.runtime import Runtime
 from openprogram.texts import clip, whole_text, whole_values
+from openprogram.types import Usage
 
+from .. import invariants
+from ..cassettes.errors import CassetteError
+from ..cassettes.session import use_cassette
+from ..dialogue import UserLine
+from ..schema_provider import SchemaDrivenProvider
+from ..scripted import ScriptedProvider, ScriptedTurn, call, think
+from ..steering import SteeringSchedule
+from ..trace import run_loop
+from ..tree import TraceTree, run_exec
+from .checks import cassette_file
 from .expectations import check_expectations
+from .imports import load_runtime
+from .loader import load_scenario
 from .model import FunctionChoice, Scenario
+from .replay import cassette_adapter, mutations_for
 from .stubs import build_tools
 
 DEFAULT_TIME_LIMIT_S = 60.0
@@ -93,7 +110,6 @@ class ScenarioResult:
         """JSON-ready (what ``openprogram-testing run --results-dir`` writes and ``show`` reads).
         ``trace`` is the outermost run; ``runs`` lists every run with its tool path (one entry
         for a bare loop run, the nested runs of a ``Runtime.exec`` run after it)."""
-        from ..tree import TraceTree
 
         nodes: list[tuple[str, Any]] = []
         if isinstance(self.tree, TraceTree):
@@ -117,7 +133,6 @@ class ScenarioResult:
 
 
 def _run_dict(path: str, trace: Any) -> dict[str, Any]:
-    from openprogram.events import AgentEnd
 
     end = next((e for e in reversed(trace.events) if isinstance(e, AgentEnd)), None)
     return {
@@ -146,10 +161,7 @@ def run_scenario(
     ``snapshot_hint`` is the flag failure messages tell the user to pass.
     """
     if not isinstance(scenario, Scenario):
-        from .loader import load_scenario
-
         scenario = load_scenario(scenario, import_roots=import_roots)
-    from openprogram import run_sync
 
     return run_sync(
         arun_scenario(
@@ -214,7 +226,6 @@ async def arun_scenario(
         )
         if problem:
             failures.append(problem)
-    from ..tree import TraceTree
 
     tree = trace if isinstance(trace, TraceTree) else None
     return ScenarioResult(
@@ -245,11 +256,10 @@ def _check_schedule(ran: Any) -> list[str]:
 
 def _check_invariants(ran: Any) -> list[str]:
     """The loop invariants on every run of ``ran`` (a trace, or a tree with its nested runs)."""
-    from ..invariants import InvariantViolation, check_invariants
 
     try:
-        check_invariants(ran)
-    except InvariantViolation as exc:
+        invariants.check_invariants(ran)  # through the module: tests swap it
+    except invariants.InvariantViolation as exc:
         return [exc.summary]  # the timeline is shown below
     return []
 
@@ -310,15 +320,11 @@ def _runtime(scenario: Scenario, provider: Any, model: str) -> Any:
     application does: its runs are traced as a tree and its requests are the ones ``exec``
     sends.  The scenario's own options win over the factory's defaults."""
     if scenario.runtime is not None:
-        from .imports import load_runtime
-
         roots = [scenario.root] if scenario.root is not None else []
         runtime = load_runtime(scenario.runtime, provider, roots)
         if "model" in scenario.options.model_fields_set or scenario.cassette is not None:
             runtime.model = model
     elif scenario.imported_tools or _has_agentic_stub(scenario):
-        from openprogram.runtime import Runtime
-
         runtime = Runtime(provider, model=model)
     else:
         return None
@@ -346,9 +352,6 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
         provider = build_provider(scenario)
         done, found = await _run(scenario, provider, model)
         return done, provider, found
-    from ..cassettes import CassetteError, use_cassette
-    from .checks import cassette_file
-    from .replay import cassette_adapter, mutations_for
 
     cassette = scenario.cassette
     cassette_path, refused = cassette_file(scenario)
@@ -377,7 +380,6 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
 async def _run(scenario: Scenario, provider: Any, model: str) -> tuple[Any, list[str]]:
     """The scenario's run over ``provider`` (its script, or a cassette's adapter): a bare loop
     run, or a ``Runtime.exec`` run traced as a tree (see ``_runtime``)."""
-    from ..trace import run_loop
 
     runtime = _runtime(scenario, provider, model)
     tools = build_tools(scenario, provider, model, runtime)
@@ -386,9 +388,6 @@ async def _run(scenario: Scenario, provider: Any, model: str) -> tuple[Any, list
             provider, scenario.prompt_list, model=model, tools=tools, **loop_options(scenario)
         )
         return trace, []
-    from openprogram import CancelledRun, ProviderError
-
-    from ..tree import run_exec
 
     options = loop_options(scenario, runtime)
     tree = await run_exec(
@@ -411,7 +410,6 @@ async def _run(scenario: Scenario, provider: Any, model: str) -> tuple[Any, list
 def check_menus(provider: Any, ran: Any, scenario: Scenario) -> list[str]:
     """Each scripted call judged by the menu of the run that made it: the tools the model
     request it answered really offered (the validator can only read menus from code)."""
-    from ..tree import TraceTree
 
     requests = getattr(provider, "requests", None)
     if not isinstance(ran, TraceTree) or not isinstance(requests, list):
@@ -446,22 +444,16 @@ def build_provider(scenario: Scenario) -> Any:
     """The strict ``ScriptedProvider`` playing the scenario's model script (or the
     ``SchemaDrivenProvider`` that ``schema_driven`` describes)."""
     if scenario.schema_driven is not None:
-        from ..schema_provider import SchemaDrivenProvider
-
         spec = scenario.schema_driven
         return SchemaDrivenProvider(
             seed=spec.seed, tools=spec.tools, per_round=spec.per_round, chunk_size=spec.chunk_size
         )
-    from ..scripted import ScriptedProvider
 
     return ScriptedProvider(scripted_turns(scenario.turns))
 
 
 def scripted_turns(defs: list[Any]) -> list[Any]:
     """``ScriptedTurn``s of a scenario's turns (the model script, a cassette's fallback)."""
-    from openprogram.types import Usage
-
-    from ..scripted import ScriptedTurn, call, think
 
     turns = []
     for t in defs:
@@ -494,8 +486,6 @@ def build_schedule(scenario: Scenario) -> Any:
     never reached."""
     if not scenario.steering and not scenario.follow_ups and not scenario.simulated_user:
         return None
-    from ..dialogue import UserLine
-    from ..steering import SteeringSchedule
 
     schedule = SteeringSchedule()
     for i, entry in enumerate(scenario.steering):
