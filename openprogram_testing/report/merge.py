@@ -93,8 +93,9 @@ class Records:
 
 
 def coverage_of(tests: Iterable[Mapping[str, Any]]) -> Coverage:
-    """Coverage counted run by run over the tests' runs (a merged suite counts like one)."""
-    return Coverage.of(run.get("behaviours") or {} for t in tests for run in t.get("runs") or [])
+    """Coverage of the tests' runs and trajectory checks, counted as the session counts it
+    (``Coverage.of_tests``): a merged suite counts like one."""
+    return Coverage.of_tests(tests)
 
 
 def read_records(path: str | Path) -> Records:
