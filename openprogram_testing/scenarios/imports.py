@@ -34,7 +34,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from openprogram.runtime import Runtime
 
 FACTORY_TIME_LIMIT_S = 10.0
 """How long a factory named by a scenario may take before validation reports it."""
@@ -260,7 +263,7 @@ def _callable_as_runtime_factory(obj: Any) -> bool:
     return is_factory(obj) or inspect.isfunction(obj) or inspect.ismethod(obj)
 
 
-def load_runtime(path: str, provider: Any, roots: Sequence[Path] = ()) -> Any:
+def load_runtime(path: str, provider: Any, roots: Sequence[Path] = ()) -> Runtime:
     """The ``Runtime`` the factory ``path`` builds for ``provider``."""
     from openprogram.runtime import Runtime
 

@@ -13,11 +13,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from openprogram import CancelledRun, ProviderError, run_sync
 from openprogram.events import AgentEnd
 from openprogram.loop import ABORTED_TEXT
+from openprogram.providers.base import Provider
 from openprogram.runtime import Runtime
 from openprogram.texts import clip, whole_text, whole_values
 from openprogram.types import Usage
@@ -29,13 +30,13 @@ from ..dialogue import UserLine
 from ..schema_provider import SchemaDrivenProvider
 from ..scripted import ScriptedProvider, ScriptedTurn, call, think
 from ..steering import SteeringSchedule
-from ..trace import run_loop
+from ..trace import LoopTrace, run_loop
 from ..tree import TraceTree, run_exec
 from .checks import cassette_file
 from .expectations import check_expectations
 from .imports import load_runtime
 from .loader import load_scenario
-from .model import FunctionChoice, Scenario
+from .model import FunctionChoice, Scenario, TurnDef
 from .replay import cassette_adapter, mutations_for
 from .stubs import build_tools
 
@@ -45,6 +46,9 @@ DEFAULT_TIME_LIMIT_S = 60.0
 MIN_CHECK_S = 0.5
 """Time the expectation checks always get, even when the run used up the limit."""
 
+
+Ran: TypeAlias = "LoopTrace | TraceTree"
+"""What a scenario's run leaves: a bare loop run's trace, or the tree of a ``Runtime.exec`` run."""
 
 FAILURE_LIMIT = 4_000
 """Characters kept of one failure line of a scenario (see ``openprogram.texts.clip``)."""
@@ -64,10 +68,10 @@ class ScenarioResult:
     path: str | None
     passed: bool
     failures: list[str] = field(default_factory=list)
-    trace: Any = None
+    trace: LoopTrace | None = None
     duration_s: float = 0.0
     snapshot_written: bool = False
-    tree: Any = None
+    tree: TraceTree | None = None
     _timeline: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -111,7 +115,7 @@ class ScenarioResult:
         ``trace`` is the outermost run; ``runs`` lists every run with its tool path (one entry
         for a bare loop run, the nested runs of a ``Runtime.exec`` run after it)."""
 
-        nodes: list[tuple[str, Any]] = []
+        nodes: list[tuple[str, LoopTrace]] = []
         if isinstance(self.tree, TraceTree):
             nodes = [(node.path, node.trace) for node in self.tree.walk()]
         elif self.trace is not None:
@@ -132,7 +136,7 @@ class ScenarioResult:
         return record
 
 
-def _run_dict(path: str, trace: Any) -> dict[str, Any]:
+def _run_dict(path: str, trace: LoopTrace) -> dict[str, Any]:
 
     end = next((e for e in reversed(trace.events) if isinstance(e, AgentEnd)), None)
     return {
@@ -233,14 +237,14 @@ async def arun_scenario(
         path=path,
         passed=not failures,
         failures=failures,
-        trace=tree.trace if tree is not None else trace,
+        trace=trace.trace if isinstance(trace, TraceTree) else trace,
         duration_s=time.perf_counter() - started,
         snapshot_written=written,
         tree=tree,
     )
 
 
-def _check_schedule(ran: Any) -> list[str]:
+def _check_schedule(ran: Ran) -> list[str]:
     """The steering entries no run reached and the simulated user's mismatches, as failures
     (``SteeringSchedule.assert_complete``)."""
     outer = getattr(ran, "trace", ran)  # a TraceTree's outermost run, or the trace itself
@@ -254,7 +258,7 @@ def _check_schedule(ran: Any) -> list[str]:
     return []
 
 
-def _check_invariants(ran: Any) -> list[str]:
+def _check_invariants(ran: Ran) -> list[str]:
     """The loop invariants on every run of ``ran`` (a trace, or a tree with its nested runs)."""
 
     try:
@@ -284,7 +288,7 @@ def _text(exc: BaseException) -> str:
         return "<unprintable>"
 
 
-def loop_options(scenario: Scenario, runtime: Any = None) -> dict[str, Any]:
+def loop_options(scenario: Scenario, runtime: Runtime | None = None) -> dict[str, Any]:
     """``run_loop`` keyword arguments from ``options`` (a ``runtime:`` factory's Runtime gives
     the defaults the scenario leaves open)."""
     options = scenario.options
@@ -312,7 +316,7 @@ def loop_options(scenario: Scenario, runtime: Any = None) -> dict[str, Any]:
     )
 
 
-def _runtime(scenario: Scenario, provider: Any, model: str) -> Any:
+def _runtime(scenario: Scenario, provider: Provider, model: str) -> Runtime | None:
     """The ``Runtime`` the scenario runs on, or ``None`` for a bare loop run.
 
     A scenario with nested runs (an imported agentic function, an ``agentic:`` stub), with
@@ -342,7 +346,9 @@ def _has_agentic_stub(scenario: Scenario) -> bool:
     return any(o.agentic is not None for t in scenario.tools for o in [t, *(t.sequence or [])])
 
 
-async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
+async def execute(
+    scenario: Scenario,
+) -> tuple[Ran, ScriptedProvider | SchemaDrivenProvider | None, list[str]]:
     """Run the scenario; returns what ran (a ``LoopTrace``, or the ``TraceTree`` of a run
     through ``Runtime.exec``), the scripted provider (``None`` for cassettes) and failures
     found while running (a cassette left with unplayed interactions, an exception of
@@ -358,7 +364,7 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
     if cassette_path is None:
         raise ValueError(refused)
     adapter, model, count = cassette_adapter(cassette.api, cassette_path, model)
-    ran: Any = None
+    ran: Ran | None = None
     failures: list[str] = []
     try:
         with use_cassette(
@@ -377,7 +383,7 @@ async def execute(scenario: Scenario) -> tuple[Any, Any, list[str]]:
     return ran, None, failures
 
 
-async def _run(scenario: Scenario, provider: Any, model: str) -> tuple[Any, list[str]]:
+async def _run(scenario: Scenario, provider: Provider, model: str) -> tuple[Ran, list[str]]:
     """The scenario's run over ``provider`` (its script, or a cassette's adapter): a bare loop
     run, or a ``Runtime.exec`` run traced as a tree (see ``_runtime``)."""
 
@@ -407,7 +413,7 @@ async def _run(scenario: Scenario, provider: Any, model: str) -> tuple[Any, list
     return tree, [f"the run raised {type(failure).__name__}: {_text(failure)}"]
 
 
-def check_menus(provider: Any, ran: Any, scenario: Scenario) -> list[str]:
+def check_menus(provider: object, ran: Ran, scenario: Scenario) -> list[str]:
     """Each scripted call judged by the menu of the run that made it: the tools the model
     request it answered really offered (the validator can only read menus from code)."""
 
@@ -440,7 +446,7 @@ def check_menus(provider: Any, ran: Any, scenario: Scenario) -> list[str]:
     return out
 
 
-def build_provider(scenario: Scenario) -> Any:
+def build_provider(scenario: Scenario) -> ScriptedProvider | SchemaDrivenProvider:
     """The strict ``ScriptedProvider`` playing the scenario's model script (or the
     ``SchemaDrivenProvider`` that ``schema_driven`` describes)."""
     if scenario.schema_driven is not None:
@@ -452,7 +458,7 @@ def build_provider(scenario: Scenario) -> Any:
     return ScriptedProvider(scripted_turns(scenario.turns))
 
 
-def scripted_turns(defs: list[Any]) -> list[Any]:
+def scripted_turns(defs: Sequence[TurnDef]) -> list[ScriptedTurn]:
     """``ScriptedTurn``s of a scenario's turns (the model script, a cassette's fallback)."""
 
     turns = []
@@ -480,7 +486,7 @@ def scripted_turns(defs: list[Any]) -> list[Any]:
     return turns
 
 
-def build_schedule(scenario: Scenario) -> Any:
+def build_schedule(scenario: Scenario) -> SteeringSchedule | None:
     """The ``SteeringSchedule`` of ``steering``, ``follow_ups`` and ``simulated_user`` (``None``
     if all are empty).  Each entry carries its place in the file, for the failure of an entry
     never reached."""
