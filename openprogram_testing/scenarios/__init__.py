@@ -20,8 +20,9 @@ and the runner load then.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .events import event_tokens as event_tokens
@@ -102,18 +103,6 @@ _EXPORTS: dict[str, str] = {
 """Where each name lives (module under this package)."""
 
 
-def __getattr__(name: str) -> Any:
-    """Load a name from its module on first use and cache it on the package."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
 
 __all__ = sorted(_EXPORTS)

@@ -217,7 +217,7 @@ def test_the_second_table_check_finds_a_table(tmp_path: Path) -> None:
 LAYERS: dict[str, tuple[str, ...]] = {
     "transport": (
         "wire", "emulator", "cassettes", "faults", "scripted", "schema_provider",
-        "schema_values", "recording", "failures", "extras", "paths", "filenames", "safeyaml",
+        "_lazy", "schema_values", "recording", "failures", "extras", "paths", "filenames", "safeyaml",
     ),
     "core": (
         "trace", "tree", "render", "rounds", "steering", "conditions", "dialogue", "matchers",
