@@ -43,6 +43,7 @@ from .scenarios import (
     scenario_json_schema,
 )
 from .scenarios.collect import SELECTION_OPTION, Selection
+from .scenarios.loader import ScenarioReader
 
 app = typer.Typer(
     name="openprogram-testing",
@@ -319,9 +320,10 @@ def validate(
     if not files:
         raise UsageProblem("no scenario files found in " + ", ".join(str(p) for p in paths))
     bad = 0
+    reader = ScenarioReader(import_root or ())
     for f in files:
         try:
-            load_scenario(f, import_roots=import_root or ())
+            reader.load(f)
         except ScenarioError as exc:
             bad += 1
             out.print(escape(str(exc)))

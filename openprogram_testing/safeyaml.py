@@ -19,7 +19,7 @@ Errors are ``YamlProblem`` (line, column, message) for the caller to place in it
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -52,9 +52,10 @@ def text_position(text: str, offset: int) -> tuple[int, int]:
 class _Open:
     node: Any
     anchor: str | None
+    data: Any  # the dict or list being built beside the node (see ``_compose``)
     size: int = 1
     key: Any = None
-    items: list[Any] = field(default_factory=list)
+    key_data: Any = None
 
 
 LoneSurrogates = Literal["error", "replace"]
@@ -65,7 +66,7 @@ def read(
     text: str,
     *,
     loaders: tuple[Any, Any] | None = None,
-    adjust: Callable[[Any], None] | None = None,
+    adjust: Callable[[Any], bool] | None = None,
     lone_surrogates: LoneSurrogates = "error",
 ) -> tuple[Any, Any]:
     """The node tree (for positions) and the data of the single document in ``text``
@@ -73,7 +74,7 @@ def read(
 
     ``loaders`` is ``(fast, pure)``: libyaml's and the pure-Python loader class to construct
     with (default: PyYAML's safe loaders); ``adjust`` may edit the node tree before it is
-    constructed."""
+    constructed, and says whether it did."""
     import yaml
 
     fast, pure = loaders or (getattr(yaml, "CSafeLoader", None), yaml.SafeLoader)
@@ -88,7 +89,7 @@ def read(
 def _read_with(
     loader_class: Any,
     text: str,
-    adjust: Callable[[Any], None] | None,
+    adjust: Callable[[Any], bool] | None,
     lone_surrogates: LoneSurrogates,
 ) -> tuple[Any, Any]:
     import yaml
@@ -100,16 +101,18 @@ def _read_with(
         if loader.check_event(yaml.StreamEndEvent):
             return None, None
         loader.get_event()  # document start
-        node = _compose(loader, lone_surrogates)
+        node, data = _compose(loader, lone_surrogates)
         loader.get_event()  # document end
         if not loader.check_event(yaml.StreamEndEvent):
             mark = loader.peek_event().start_mark
             raise YamlProblem(
                 mark.line + 1, mark.column + 1, "expected one YAML document, found another"
             )
-        if adjust is not None:
-            adjust(node)
-        return node, loader.construct_document(node)
+        if adjust is not None and adjust(node):
+            data = _UNBUILT
+        if data is _UNBUILT:
+            data = loader.construct_document(node)
+        return node, data
     except yaml.MarkedYAMLError as exc:
         raise _marked(exc) from None
     except yaml.reader.ReaderError as exc:
@@ -122,19 +125,96 @@ def _read_with(
             loader.dispose()
 
 
-def _compose(loader: Any, lone_surrogates: LoneSurrogates) -> Any:
-    """One node tree from the loader's events, by a loop (see the module docstring)."""
+_UNBUILT: Any = object()
+"""The data ``_compose`` left to the loader's constructor (see there)."""
+
+_PLAIN_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("null", "bool", "int", "float", "str", "timestamp", "binary")
+)
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _safe_constructors(loader_class: Any) -> dict[str, Any]:
+    """The tags whose constructor in ``loader_class`` is PyYAML's safe one: the tags
+    ``_compose`` may build itself (anything else goes to the loader's constructor)."""
     import yaml
 
-    anchors: dict[str, tuple[Any, int]] = {}
+    safe = yaml.SafeLoader.yaml_constructors
+    own = loader_class.yaml_constructors
+    tags = _PLAIN_SCALAR_TAGS | {_MAP_TAG, _SEQ_TAG}
+    return {tag: own[tag] for tag in tags if tag in own and own[tag] is safe.get(tag)}
+
+
+def _compose(loader: Any, lone_surrogates: LoneSurrogates) -> tuple[Any, Any]:
+    """One node tree from the loader's events, by a loop (see the module docstring), and its
+    data built in the same pass.
+
+    The data is built here for the documents every file holds (mappings, lists and the plain
+    scalar types, with the loader's own constructor for each scalar, so values are exactly
+    what it would build); a merge key (``<<``), any other tag or a collection used as a key
+    leaves the data ``_UNBUILT`` for the loader to construct from the tree, as before.  Building
+    it here saves a second walk of the tree, which was most of the time a small file took."""
+    import yaml
+
+    constructors = _safe_constructors(type(loader))
+    str_plain = constructors.get(_STR_TAG) is not None
+    build = _MAP_TAG in constructors and _SEQ_TAG in constructors
+    resolve = loader.resolve
+    Scalar, Sequence, Mapping = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+    ScalarEvent, AliasEvent = yaml.ScalarEvent, yaml.AliasEvent
+    SequenceStart, MappingStart = yaml.SequenceStartEvent, yaml.MappingStartEvent
+    anchors: dict[str, tuple[Any, int, Any]] = {}
     open_anchors: set[str] = set()
     stack: list[_Open] = []
     added_by_aliases = 0
     while True:
         event = loader.get_event()
-        mark: Any = event.start_mark  # libyaml's marks and PyYAML's have the same fields
-        end: Any = event.end_mark
-        if isinstance(event, yaml.AliasEvent):
+        kind = type(event)
+        if kind is ScalarEvent:
+            mark: Any = event.start_mark  # libyaml's marks and PyYAML's have the same fields
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(Scalar, event.value, event.implicit)
+            text = (
+                event.value if event.value.isascii() else _whole(event.value, mark, lone_surrogates)
+            )
+            value = Scalar(tag, text, mark, event.end_mark, style=event.style)
+            size = 1
+            if not build:
+                data = _UNBUILT
+            elif tag == _STR_TAG and str_plain:
+                data = text
+            else:
+                construct = constructors.get(tag)
+                data = _UNBUILT if construct is None else construct(loader, value)
+            if event.anchor is not None:
+                anchors[event.anchor] = (value, 1, data)
+        elif kind is SequenceStart or kind is MappingStart:
+            mark = event.start_mark
+            if len(stack) >= MAX_DEPTH:
+                raise YamlProblem(
+                    mark.line + 1,
+                    mark.column + 1,
+                    f"nesting deeper than {MAX_DEPTH} levels: a scenario does not need this; "
+                    "flatten the value",
+                )
+            node_kind = Sequence if kind is SequenceStart else Mapping
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(node_kind, None, event.implicit)
+            node = node_kind(tag, [], mark, None, flow_style=event.flow_style)
+            opened: Any = _UNBUILT
+            if build and tag == (_SEQ_TAG if kind is SequenceStart else _MAP_TAG):
+                opened = [] if kind is SequenceStart else {}
+            stack.append(_Open(node, event.anchor, opened))
+            if event.anchor is not None:
+                open_anchors.add(event.anchor)
+            continue
+        elif kind is AliasEvent:
+            mark = event.start_mark
             if event.anchor in open_anchors:
                 raise YamlProblem(
                     mark.line + 1,
@@ -146,7 +226,7 @@ def _compose(loader: Any, lone_surrogates: LoneSurrogates) -> Any:
                 raise YamlProblem(
                     mark.line + 1, mark.column + 1, f"found undefined alias *{event.anchor}"
                 )
-            value, size = anchors[event.anchor]
+            value, size, data = anchors[event.anchor]
             added_by_aliases += size
             if added_by_aliases > MAX_ALIAS_NODES:
                 raise YamlProblem(
@@ -155,59 +235,42 @@ def _compose(loader: Any, lone_surrogates: LoneSurrogates) -> Any:
                     f"aliases expand this document by more than {MAX_ALIAS_NODES:,} nodes "
                     "(a YAML alias bomb?); write the values out or share less",
                 )
-        elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-            text = (
-                event.value if event.value.isascii() else _whole(event.value, mark, lone_surrogates)
-            )
-            value = yaml.ScalarNode(tag, text, mark, end, style=event.style)
-            size = 1
-            if event.anchor is not None:
-                anchors[event.anchor] = (value, 1)
-        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            if len(stack) >= MAX_DEPTH:
-                raise YamlProblem(
-                    mark.line + 1,
-                    mark.column + 1,
-                    f"nesting deeper than {MAX_DEPTH} levels: a scenario does not need this; "
-                    "flatten the value",
-                )
-            kind = (
-                yaml.SequenceNode
-                if isinstance(event, yaml.SequenceStartEvent)
-                else yaml.MappingNode
-            )
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(kind, None, event.implicit)
-            node = kind(tag, [], mark, None, flow_style=event.flow_style)
-            stack.append(_Open(node, event.anchor))
-            if event.anchor is not None:
-                open_anchors.add(event.anchor)
-            continue
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
             done = stack.pop()
             done.node.end_mark = event.end_mark
-            value, size = done.node, done.size
+            value, size, data = done.node, done.size, done.data
             if done.anchor is not None:
                 open_anchors.discard(done.anchor)
-                anchors[done.anchor] = (value, size)
+                anchors[done.anchor] = (value, size, data)
         else:  # pragma: no cover - the parser guarantees the event order
+            mark = event.start_mark
             raise YamlProblem(mark.line + 1, mark.column + 1, f"unexpected YAML event {event}")
         if not stack:
-            return value
+            return value, data
         parent = stack[-1]
         parent.size += size
-        if isinstance(parent.node, yaml.MappingNode):
+        built = parent.data
+        if type(parent.node) is Mapping:
             if parent.key is None:
-                parent.key = value
+                parent.key, parent.key_data = value, data
+                continue
+            key, key_data = parent.key, parent.key_data
+            parent.node.value.append((key, value))
+            parent.key = None
+            if built is _UNBUILT:
+                continue
+            if data is _UNBUILT or key_data is _UNBUILT or type(key) is not Scalar:
+                parent.data = _UNBUILT  # a collection as a key, a tag left to the loader
             else:
-                parent.node.value.append((parent.key, value))
-                parent.key = None
+                built[key_data] = data
         else:
             parent.node.value.append(value)
+            if built is _UNBUILT:
+                continue
+            if data is _UNBUILT:
+                parent.data = _UNBUILT
+            else:
+                built.append(data)
 
 
 def _whole(value: str, mark: Any, lone_surrogates: LoneSurrogates) -> str:

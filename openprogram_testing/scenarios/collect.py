@@ -32,6 +32,7 @@ from openprogram.texts import whole_text
 from .outcome import OUTCOME, ScenarioOutcome
 
 if TYPE_CHECKING:
+    from .loader import ScenarioReader
     from .model import Scenario
     from .runner import ScenarioResult
 
@@ -86,14 +87,13 @@ class ScenarioFile(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .loader import load_scenario
         from .model import scenario_stem
         from .problems import ScenarioError
 
         try:
             # the scenario's root is the project holding the file, as for `validate`, not
             # pytest's rootdir (which an ini file far above can move): one verdict per file
-            scenario = load_scenario(self.path, import_roots=import_roots(self.config))
+            scenario = _reader(self.config).load(self.path)
         except ScenarioError as exc:
             yield ScenarioItem.from_parent(
                 self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)
@@ -212,6 +212,20 @@ def import_roots(config: pytest.Config) -> list[Path]:
     roots += [Path(str(p)) for p in config.getini("pythonpath") or []]
     roots.append(Path(str(config.rootpath)))
     return roots
+
+
+_READER = pytest.StashKey["ScenarioReader"]()
+
+
+def _reader(config: pytest.Config) -> ScenarioReader:
+    """The session's scenario reader: import roots resolved once, each folder's project root
+    found once (see ``ScenarioReader``)."""
+    reader = config.stash.get(_READER, None)
+    if reader is None:
+        from .loader import ScenarioReader
+
+        reader = config.stash[_READER] = ScenarioReader(import_roots(config))
+    return reader
 
 
 def time_limit(config: pytest.Config) -> float | None:

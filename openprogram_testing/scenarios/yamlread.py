@@ -64,17 +64,18 @@ def read(text: str) -> tuple[Any, Any]:
     return read_yaml(text, adjust=merge_flow_tokens)
 
 
-def merge_flow_tokens(root: Any) -> None:
+def merge_flow_tokens(root: Any) -> bool:
     """``expect.events: [..., tool_end(refund, skipped), ...]``: a flow list splits that token
     at its comma.  Join the plain pieces back (``tool_end(refund`` + ``skipped)``), so the list
-    means what it reads as; a piece that stays unbalanced is reported by the token check."""
+    means what it reads as; a piece that stays unbalanced is reported by the token check.
+    Says whether it joined any (the data is then built again from the nodes)."""
     import yaml
 
     events, resolved = node_at(root, ("expect", "events"))
     if len(resolved) != 2:
-        return
+        return False
     if not isinstance(events, yaml.SequenceNode) or not events.flow_style:
-        return
+        return False
     merged: list[Any] = []
     pending: Any = None
     for item in events.value:
@@ -97,7 +98,10 @@ def merge_flow_tokens(root: Any) -> None:
             merged.append(item)
     if pending is not None:
         merged.append(pending)
+    if len(merged) == len(events.value):
+        return False
     events.value[:] = merged
+    return True
 
 
 def node_at(root: Any, loc: tuple[Any, ...]) -> tuple[Any, list[Any]]:
