@@ -259,7 +259,8 @@ async def _run_loop(
                         message.stop_reason = "error"
                 if not started:
                     yield MessageStart(message)
-                run.append(message)
+                run.context.messages.append(message)  # (``run.append`` inline, as below)
+                run.new_messages.append(message)
                 yield MessageEnd(message)
 
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
@@ -271,7 +272,11 @@ async def _run_loop(
                 # Inline for the same reason; what each call needs is decided by ``_prepare``.
                 # Steering is polled after every executed call; in ``skip`` mode the rest of
                 # the batch is then answered without running.
-                tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
+                # (a loop, not a list comprehension: that is a function call per round)
+                tool_calls: list[ToolCall] = []
+                for block in message.content:
+                    if isinstance(block, ToolCall):
+                        tool_calls.append(block)
                 has_more_tool_calls = bool(tool_calls)
                 results: list[ToolResultMessage] = []
                 if run.steering:  # (an empty one is reused: one list less per round)
@@ -312,7 +317,8 @@ async def _run_loop(
                         result = error_result(call.id, call.name, SKIPPED_TEXT, skipped=True)
                     yield ToolExecutionEnd(call.id, call.name, result, result.is_error)
                     yield MessageStart(result)
-                    run.append(result)
+                    run.context.messages.append(result)
+                    run.new_messages.append(result)
                     results.append(result)
                     yield MessageEnd(result)
                     if (

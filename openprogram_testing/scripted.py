@@ -423,8 +423,14 @@ class ScriptedProvider:
                 call_id = part.id if part.id is not None else self._new_id()
                 index, event = builder.toolcall_start(call_id, part.name)
                 yield event
-                for piece in chunk_text(part.argument_text, chunk):
-                    yield builder.toolcall_delta(index, piece)
+                # ``argument_text`` and ``chunk_text`` inline: one call per scripted call
+                text = part.raw if part.raw is not None else _fastjson.dumps(part.arguments)
+                if text:
+                    if chunk and 0 < chunk < len(text):
+                        for piece in chunk_text(text, chunk):
+                            yield builder.toolcall_delta(index, piece)
+                    else:
+                        yield builder.toolcall_delta(index, text)
                 yield builder.toolcall_end(index)
             elif isinstance(part, _TEXT_PARTS):
                 text = part if isinstance(part, str) else part.text
@@ -496,7 +502,16 @@ class _Playback:
         if events is None:
             if self._provider is None:  # over: after its terminal event, or a raise
                 raise StopAsyncIteration
-            events = self._events = await self._begin()
+            provider = self._provider
+            self._provider = None  # begun: from here on, a raise (a responder's) ends the stream
+            turn = self._begin(provider)
+            if turn is None:  # past the script: the error turn is set up
+                events = self._events
+            else:
+                if not isinstance(turn, ScriptedTurn):  # an async responder's awaitable
+                    turn = _as_turn(await turn)
+                events = self._events = self._play(provider, turn)
+            assert events is not None
         event = next(events, None)
         if event is not None:
             if self._delay:
@@ -526,15 +541,13 @@ class _Playback:
             )
         return builder.done(scripted.stop, scripted.usage)
 
-    async def _begin(self) -> Iterator[AssistantMessageEvent]:
-        """Record the request, pick the turn (awaiting an async responder) and return the
-        events of its parts.  Past the end of the script the turn is an error naming the
-        unexpected call (recorded as a violation), played without delays or cancel checks."""
-        provider, model, options = self._provider, self._model, self._options
-        assert provider is not None
-        self._provider = None  # begun: from here on, a raise (a responder's) ends the stream
-        request = provider._record(model, self._context, options)
-        builder = self._builder = MessageBuilder(model, provider.name, provider.api)
+    def _begin(self, provider: ScriptedProvider) -> ScriptedTurn | Awaitable[Any] | None:
+        """Record the request and pick the turn: what a responder returned, or its awaitable
+        (an async responder, awaited by ``__anext__``; a plain function so that the others
+        cost no coroutine per model call).  Past the end of the script the turn is an error
+        naming the unexpected call (recorded as a violation), set up here to be played without
+        delays or cancel checks (``None`` is returned)."""
+        request = provider._record(self._model, self._context, self._options)
         if provider._played >= len(provider.turns):
             violation = UnexpectedModelCall(
                 f"unexpected model call #{request.index} (0-based): the script has "
@@ -543,18 +556,27 @@ class _Playback:
             )
             provider.violations.append(violation)
             scripted = self._turn = ScriptedTurn(error=str(violation))
-            return provider._events(builder, scripted, None)
+            builder = self._builder = MessageBuilder(self._model, provider.name, provider.api)
+            self._events = provider._events(builder, scripted, None)
+            return None
         spec = provider.turns[provider._played]
         provider._played += 1
         if type(spec) is ScriptedTurn:
-            scripted = spec
-        else:
-            value = _respond(spec, request)
-            if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
-                value = await value  # an async responder
-            scripted = value if type(value) is ScriptedTurn else _as_turn(value)
+            return spec
+        value = _respond(spec, request)
+        if type(value) is ScriptedTurn:
+            return value
+        if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
+            return value
+        return _as_turn(value)
+
+    def _play(
+        self, provider: ScriptedProvider, scripted: ScriptedTurn
+    ) -> Iterator[AssistantMessageEvent]:
+        """Start playing ``scripted``: the events of its parts, built one at a time."""
         self._turn = scripted
-        self._cancel = options.cancel
+        builder = self._builder = MessageBuilder(self._model, provider.name, provider.api)
+        self._cancel = self._options.cancel
         self._delay = scripted.delay_s if scripted.delay_s is not None else provider.delay_s
         chunk = scripted.chunk_size if scripted.chunk_size is not None else provider.chunk_size
         return provider._events(builder, scripted, chunk)

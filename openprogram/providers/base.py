@@ -78,27 +78,33 @@ class MessageBuilder:
     thinking, tool-call arguments and error messages alike.
     """
 
-    __slots__ = ("_args", "_held", "_open", "message")
+    __slots__ = ("_held", "_open", "message")
 
     def __init__(self, model: str = "", provider: str = "", api: str = "") -> None:
         # positional (content, stop_reason, usage, model, provider, api): once per response
         self.message = AssistantMessage([], "stop", Usage(), model, provider, api)
-        self._args: dict[int, list[str]] = {}
-        self._open: dict[int, str] = {}
-        self._held: dict[int, str] = {}
+        # The open blocks: index -> "text" / "thinking", or a tool call's buffered argument
+        # fragments (one dict for both: a builder is made per response).
+        self._open: dict[int, str | list[str]] = {}
+        # High surrogates held back per block; made by the first delta that needs it (rare).
+        self._held: dict[int, str] | None = None
 
     def _whole(self, index: int, delta: str) -> str:
         """``delta`` as whole text: a high surrogate held back from the last delta of block
         ``index`` goes first, and one ending this delta is held back for the next."""
-        text = self._held.pop(index, "") + delta
+        held = self._held
+        if held is None:
+            held = self._held = {}
+        text = held.pop(index, "") + delta
         if text and "\ud800" <= text[-1] <= "\udbff":
-            self._held[index] = text[-1]
+            held[index] = text[-1]
             text = text[:-1]
         return whole_text(text)
 
     def _release(self, index: int) -> str:
         """What a block ends with: U+FFFD for a high surrogate that no low one followed."""
-        return REPLACEMENT if self._held and self._held.pop(index, "") else ""
+        held = self._held
+        return REPLACEMENT if held and held.pop(index, "") else ""
 
     # Events are built positionally (type, content_index, delta, tool_call, reason, partial)
     # and inline: one per streamed event, where a keyword call or a helper call costs about as
@@ -110,7 +116,7 @@ class MessageBuilder:
         self, block: AssistantContent, kind: str, event_type: ProviderEventType
     ) -> tuple[int, AssistantMessageEvent]:
         """Append ``block``, open until its ``*_end`` (or ``close_open_blocks``); returns its
-        index and its ``*_start`` event.  Every kind of block starts this way."""
+        index and its ``*_start`` event (``toolcall_start`` does the same inline)."""
         content = self.message.content
         content.append(block)
         i = len(content) - 1
@@ -156,12 +162,19 @@ class MessageBuilder:
 
     # -- tool calls -------------------------------------------------------------------------
     def toolcall_start(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
-        i, event = self._open_block(ToolCall(id, name), "toolcall", "toolcall_start")
-        self._args[i] = []
-        return i, event
+        # (``_open_block`` inline: one per streamed call)
+        message = self.message
+        content = message.content
+        content.append(ToolCall(id, name))
+        i = len(content) - 1
+        self._open[i] = []  # the argument fragments, joined and parsed at ``toolcall_end``
+        return i, AssistantMessageEvent("toolcall_start", i, None, None, None, message)
 
     def toolcall_delta(self, index: int, fragment: str) -> AssistantMessageEvent:
-        self._args[index].append(fragment)
+        fragments = self._open[index]
+        if type(fragments) is not list:
+            raise KeyError(index)  # not an open tool call
+        fragments.append(fragment)
         return AssistantMessageEvent("toolcall_delta", index, fragment, None, None, self.message)
 
     def toolcall_end(
@@ -170,7 +183,8 @@ class MessageBuilder:
         """Close call ``index``.  ``arguments`` overrides the buffered fragments when the wire
         already delivered parsed arguments (non-streaming responses)."""
         call: ToolCall = self.message.content[index]  # type: ignore[assignment]
-        raw = "".join(self._args.pop(index, ()))
+        fragments = self._open.pop(index, None)
+        raw = "".join(fragments) if type(fragments) is list else ""
         if arguments is not None:
             call.arguments = whole_values(dict(arguments))
         else:
@@ -182,7 +196,6 @@ class MessageBuilder:
                 )
             else:
                 call.raw_arguments = whole_text(raw)
-        self._open.pop(index, None)
         return AssistantMessageEvent("toolcall_end", index, None, call, None, self.message)
 
     # -- terminal ---------------------------------------------------------------------------
@@ -194,7 +207,7 @@ class MessageBuilder:
                 out.append(self.text_end(i))
             elif kind == "thinking":
                 out.append(self.thinking_end(i))
-            else:
+            else:  # a tool call's fragments
                 out.append(self.toolcall_end(i))
         return out
 
