@@ -31,8 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     import typer
 
     # importing these registers their commands on the app: scaffold and diff, report merge
-    from . import recording_commands, shards  # noqa: F401
+    from . import commands, recording_commands, shards  # noqa: F401
     from .commands import UsageProblem, app, err
+
+    commands.OWN_PROCESS = argv is None  # the shell's command line, not an in-process call
 
     if not faulthandler.is_enabled():  # a crash of trusted scenario code (os.abort in a
         try:  # factory) prints its Python stack instead of ending silently

@@ -42,7 +42,7 @@ from .scenarios import (
     run_scenario,
     scenario_json_schema,
 )
-from .scenarios.collect import SELECTION_OPTION, Selection
+from .scenarios.collect import FREEZE_OPTION, SELECTION_OPTION, Selection
 from .scenarios.loader import ScenarioReader
 
 app = typer.Typer(
@@ -90,6 +90,12 @@ def discover(paths: Iterable[Path]) -> list[Path]:
 # -- run: scenarios through pytest -------------------------------------------------------------
 
 
+OWN_PROCESS = False
+"""Whether the command is its process's own (``openprogram-testing`` from a shell, not a call of
+``cli.main`` with arguments): pytest's session then keeps the collector's frozen objects until
+the process exits (``collect.FREEZE_OPTION``)."""
+
+
 def pytest_args(
     files: list[Path],
     *,
@@ -127,6 +133,9 @@ def pytest_args(
     if extra:
         args += ["-o", "openprogram_scenarios=" + "\n".join(extra)]
     args += ["-p", "no:terminal", "-p", "no:cacheprovider", "--openprogram-scenario-details"]
+    # the objects alive after start-up and collection stay out of the collector's full walks:
+    # until the process exits when the command is the process, else until the session ends
+    args += [FREEZE_OPTION, "process" if OWN_PROCESS else "session"]
     if timelines:  # a passing scenario's timeline is rendered only to be printed
         args.append("--openprogram-scenario-timelines")
     if results:  # and its result JSON (every event) only to be written

@@ -102,6 +102,11 @@ class ScenarioFile(pytest.Module):
         yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
 
 
+FREEZE_OPTION = "--openprogram-freeze-gc"
+"""Keep what is alive after start-up and after collection out of the garbage collector's full
+walks: ``session`` until the session ends, ``process`` until the process exits (what
+``openprogram-testing run`` passes when it is the process; see ``pytest_sessionstart``)."""
+
 SELECTION_OPTION = "--openprogram-only"
 """Collect only the files a list names: how ``openprogram-testing run`` hands pytest its
 selection (see ``Selection``)."""
@@ -172,8 +177,47 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None if selection is None else not selection.keeps(collection_path)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under ``--openprogram-freeze-gc``, freeze the objects alive once the plugins are loaded
+    (``gc.freeze``), and again once the suite is collected (``pytest_collection_finish``).
+
+    Why: a full collection walks every object alive, and a suite's process holds the imported
+    modules of pytest, its plugins and the libraries, then every collected scenario: those
+    walks were a sixth of the CPU time of a suite of small scenarios.  These objects live until
+    the session ends anyway; what the runs allocate is collected as before.  With ``session``
+    ``pytest_unconfigure`` unfreezes them, so an in-process caller gets its memory back; with
+    ``process`` they stay frozen, as unfreezing a large heap just before the process exits
+    costs the full walks back (the command's own process and its xdist workers)."""
+    if session.config.getoption("openprogram_freeze_gc", default=None):
+        import gc
+
+        gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    pytest_sessionstart(session)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.getoption("openprogram_freeze_gc", default=None) == "session":
+        import gc
+
+        gc.unfreeze()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The collector's own settings."""
+    parser.getgroup("openprogram").addoption(
+        FREEZE_OPTION,
+        dest="openprogram_freeze_gc",
+        choices=("session", "process"),
+        default=None,
+        help="Keep what is alive after start-up and after collection out of the garbage "
+        "collector's full walks, until the session ends or until the process exits (what "
+        "`openprogram-testing run` passes).",
+    )
     parser.getgroup("openprogram").addoption(
         SELECTION_OPTION,
         dest="openprogram_only",
@@ -313,6 +357,7 @@ class ScenarioItem(pytest.Item):
 
 
 __all__ = [
+    "FREEZE_OPTION",
     "SELECTION_OPTION",
     "ScenarioFailure",
     "ScenarioFile",
