@@ -394,15 +394,17 @@ class ScriptedProvider:
         shortened, another run's) starts a new copy, so earlier snapshots never change."""
         history = self._history
         known = len(history)
-        if (
-            known
-            and len(messages) >= known
-            and messages[known - 1] is history[-1]
-            and messages[:known] == history
-        ):
+        if known and len(messages) >= known and messages[known - 1] is history[-1]:
+            # The new tail goes on first, so that the comparison is of two lists of one
+            # length: pointer by pointer in C, identical entries never touched, where comparing
+            # against ``messages[:known]`` built that slice, a reference taken and dropped on
+            # every message of the history, each round.  Earlier snapshots read only their own
+            # prefix, so a tail taken back after a failed comparison never reaches them.
             if len(messages) > known:
                 history.extend(messages[known:])
-            return history
+            if history == messages:
+                return history
+            del history[known:]
         history = self._history = list(messages)
         return history
 

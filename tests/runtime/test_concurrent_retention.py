@@ -143,3 +143,26 @@ def test_a_suspended_tool_call_holds_no_spent_stream_enumerate_or_helper_corouti
     # iterates the round's calls without an enumerate (nor a helper coroutine per call) held
     # across the await.
     assert seen == [(0, 0)] * 3
+
+
+def test_a_history_edited_in_place_during_a_run_is_seen_and_earlier_snapshots_keep_theirs() -> None:
+    # A tool rewrites an early message of the run's own history (the last one stays the same
+    # object, the list only grows): the provider must see the rewrite in the next request,
+    # taking back the tail it had appended to its copy, and the earlier requests keep what was
+    # sent to them.
+    context_box: list[AgentContext] = []
+
+    def tool(args: dict[str, Any]) -> int:
+        if args["a"] == 1:
+            context_box[0].messages[0] = UserMessage(content="rewritten")
+        return int(args["a"])
+
+    provider = _script(3)
+    context = AgentContext(messages=[], tools=[_add_tool(tool)])
+    context_box.append(context)
+    asyncio.run(_drain(agent_loop("go", context, LoopConfig(provider=provider, model="m"))))
+    provider.assert_complete()
+    firsts = [r.messages[0].text for r in provider.requests]  # type: ignore[union-attr]
+    assert firsts == ["go", "go", "rewritten", "rewritten"]
+    assert [len(r.messages) for r in provider.requests] == [1, 3, 5, 7]
+    assert provider.requests[-1].messages == context.messages[:7]
