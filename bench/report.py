@@ -41,7 +41,8 @@ def w10_title(key: str) -> tuple[str, str, bool]:
 
 for _n in (100, 1000, 5000):
     WORKLOADS[f"W10-{_n}"] = w10_title(f"W10-{_n}")
-WORKLOADS["W10-parallel-1000"] = w10_title("W10-parallel-1000")
+for _n in (1000, 5000):
+    WORKLOADS[f"W10-parallel-{_n}"] = w10_title(f"W10-parallel-{_n}")
 
 TARGETS: list[tuple[str, str, str, float, float | None]] = [
     # (label, workload, field, limit, aim); lower-is-better workloads compare value <= limit.
@@ -62,18 +63,22 @@ TARGETS: list[tuple[str, str, str, float, float | None]] = [
     ("W6 examples/s", "W6", "median", 600.0, None),
     ("W9 schema-derived examples/s", "W9", "median", 300.0, None),
     ("W10 run / loop_runner tests (1,000 scenarios)", "W10-1000", "x_loop_runner", 1.5, None),
-    (
-        "W10 run -n 2 / one process, wall (1,000 scenarios)",
-        "W10-parallel-1000",
-        "x_serial_wall",
-        0.6,
-        None,
+    *(
+        (
+            f"W10 run -n 2 / one process, wall ({n:,} scenarios)",
+            f"W10-parallel-{n}",
+            "x_serial_wall",
+            0.6,
+            None,
+        )
+        for n in (1000, 5000)
     ),
 ]
 
 TARGET_ROWS = {
     "W10 run / loop_runner tests (1,000 scenarios)": "openprogram-testing run",
     "W10 run -n 2 / one process, wall (1,000 scenarios)": "openprogram-testing run -n 2",
+    "W10 run -n 2 / one process, wall (5,000 scenarios)": "openprogram-testing run -n 2",
 }
 """Targets judged on a row other than ``openprogram``'s."""
 

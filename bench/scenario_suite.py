@@ -14,7 +14,7 @@ fixture making the same checks.  Each sample runs, in rotation:
 Each configuration starts once first, unmeasured, so the measured starts read cached bytecode
 (see ``run_child``).
 
-At the parallel size it also runs the command on two pytest-xdist workers (``-n 2``) and as two
+At the parallel sizes (1,000 and 5,000) it also runs the command on two pytest-xdist workers (``-n 2``) and as two
 shards (``--shard 1/2`` and ``2/2``, each writing its run records, then ``report merge``
 combining them).  Every configuration proves its work: exit code 0 and exactly ``n`` passed
 scenarios (the merged report: ``n`` tests, ``n`` runs).  Times are per scenario, by the
@@ -302,34 +302,39 @@ def _w10(cfg: Settings, clock: str) -> dict[str, dict[str, Any]]:
         for rows in out.values():
             for row in rows.values():
                 row["note"] = _note(row, other)
-        n = cfg.w10_parallel_size
-        if n <= 0:
-            PYCACHE.clear()
-            return out
-        suite = make_suite(parent, n) if n not in cfg.w10_sizes else Suite(
-            n, parent / f"suite_{n}", parent / f"suite_{n}" / "scenarios",
-            parent / f"suite_{n}" / "tests" / "test_suite.py",
-        )  # fmt: skip
-        names = [SERIAL_AT_XDIST, XDIST, SHARDS]
-        samples = _rotate(names, suite, parent, cfg.w10_samples)
-        serial = summarize([pick(t) for t in samples[SERIAL_AT_XDIST]]).median
-        wall_serial = summarize([t.wall_s for t in samples[SERIAL_AT_XDIST]]).median
-        rows = {}
-        for name in names:
-            mine = samples[name]
-            row = summarize([pick(t) * 1000 / n for t in mine]).as_dict()
-            row[f"{other}_median"] = summarize([pick_other(t) * 1000 / n for t in mine]).median
-            row["x_serial"] = summarize([pick(t) for t in mine]).median / serial
-            # more CPUs help only the wall clock: the target reads this ratio whatever the clock
-            row["x_serial_wall"] = summarize([t.wall_s for t in mine]).median / wall_serial
-            row["note"] = (
-                f"{row['x_serial']:.2f}x one process ({row['x_serial_wall']:.2f}x by wall); "
-                f"{other} " + _ms(row[f"{other}_median"])
-            )
-            rows[name] = row
-        out[f"W10-parallel-{n}"] = rows
+        for n in cfg.w10_parallel_sizes:
+            out[f"W10-parallel-{n}"] = _parallel(n, cfg, parent, pick, other, pick_other)
         PYCACHE.clear()
     return out
+
+
+def _parallel(
+    n: int, cfg: Settings, parent: Path, pick: Any, other: str, pick_other: Any
+) -> dict[str, Any]:
+    """The ``W10-parallel-<n>`` rows: one process, ``-n 2`` and two shards + merge over the
+    same ``n`` files (the suite of that size when the serial sizes made one)."""
+    suite = make_suite(parent, n) if n not in cfg.w10_sizes else Suite(
+        n, parent / f"suite_{n}", parent / f"suite_{n}" / "scenarios",
+        parent / f"suite_{n}" / "tests" / "test_suite.py",
+    )  # fmt: skip
+    names = [SERIAL_AT_XDIST, XDIST, SHARDS]
+    samples = _rotate(names, suite, parent, cfg.w10_samples)
+    serial = summarize([pick(t) for t in samples[SERIAL_AT_XDIST]]).median
+    wall_serial = summarize([t.wall_s for t in samples[SERIAL_AT_XDIST]]).median
+    rows = {}
+    for name in names:
+        mine = samples[name]
+        row = summarize([pick(t) * 1000 / n for t in mine]).as_dict()
+        row[f"{other}_median"] = summarize([pick_other(t) * 1000 / n for t in mine]).median
+        row["x_serial"] = summarize([pick(t) for t in mine]).median / serial
+        # more CPUs help only the wall clock: the target reads this ratio whatever the clock
+        row["x_serial_wall"] = summarize([t.wall_s for t in mine]).median / wall_serial
+        row["note"] = (
+            f"{row['x_serial']:.2f}x one process ({row['x_serial_wall']:.2f}x by wall); "
+            f"{other} " + _ms(row[f"{other}_median"])
+        )
+        rows[name] = row
+    return rows
 
 
 def _ms(v: float) -> str:

@@ -39,7 +39,7 @@ class Settings:
     w8_sizes: tuple[int, ...] = (1, 100, 1000)
     w10_sizes: tuple[int, ...] = (100, 1000, 5000)
     w10_samples: int = 3
-    w10_parallel_size: int = 1000  # 0: no xdist and shard rows
+    w10_parallel_sizes: tuple[int, ...] = (1000, 5000)  # (): no xdist and shard rows
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,7 +60,7 @@ SMOKE = Settings(
     w8_sizes=(1, 10),
     w10_sizes=(2, 4),
     w10_samples=1,
-    w10_parallel_size=0,
+    w10_parallel_sizes=(),
 )
 """Tiny counts: proves every configuration still runs its loop (CI), measures nothing."""
 
