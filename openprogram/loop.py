@@ -197,11 +197,12 @@ async def _run_loop(
                     yield TurnStart()
                 first_round = False
 
-                for user_message in pending:
-                    yield MessageStart(user_message)
-                    run.append(user_message)
-                    yield MessageEnd(user_message)
-                pending = []
+                if pending:  # (an empty one is kept: one list less per round)
+                    for user_message in pending:
+                        yield MessageStart(user_message)
+                        run.append(user_message)
+                        yield MessageEnd(user_message)
+                    pending = []
 
                 # -- 1. stream one assistant message into the history ------------------------
                 # Inline, not a helper generator: a generator per round plus a hop per event

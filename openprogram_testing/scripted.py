@@ -565,7 +565,8 @@ class _Playback:
         provider._played += 1
         if type(spec) is ScriptedTurn:
             return spec
-        value = _respond(spec, request)
+        # (``_respond`` inline: once per model call)
+        value = spec(request) if callable(spec) and not isinstance(spec, ScriptedTurn) else spec
         if type(value) is ScriptedTurn:
             return value
         if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):
