@@ -87,19 +87,60 @@ class ScenarioFile(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .model import scenario_stem
         from .problems import ScenarioError
 
+        if hasattr(self.config, "workerinput"):  # an xdist worker: load only what it runs
+            read = _header(self.path)
+            if read is not None:
+                name, fixtures = read
+                yield ScenarioItem.from_parent(
+                    self, name=name, scenario=None, deferred_fixtures=fixtures
+                )
+                return
         try:
             # the scenario's root is the project holding the file, as for `validate`, not
             # pytest's rootdir (which an ini file far above can move): one verdict per file
             scenario = _reader(self.config).load(self.path)
         except ScenarioError as exc:
-            yield ScenarioItem.from_parent(
-                self, name=scenario_stem(self.path), scenario=None, load_error=str(exc)
-            )
+            read = _header(self.path)
+            name = read[0] if read is not None else _stem(self.path)
+            yield ScenarioItem.from_parent(self, name=name, scenario=None, load_error=str(exc))
             return
         yield ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
+
+
+def _stem(path: Path) -> str:
+    from .model import scenario_stem
+
+    return scenario_stem(path)
+
+
+def _header(path: Path) -> tuple[str, tuple[str, ...]] | None:
+    """An item's name and ``usefixtures`` read from the file's top level without loading it
+    (``yamlread.header``), or ``None`` when that reading is not certain to be the load's.
+
+    Why: pytest-xdist has every worker collect every file, so a worker that loaded them all
+    would validate the whole suite once per worker; it loads a file when it runs it.  A file
+    that does not load is named the same way whoever collects it: by its ``name:`` when its
+    top level can be read, else by its file name."""
+    from .yamlread import YamlProblem, decode, header
+
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_HEADER_BYTES + 1)
+        if len(data) > MAX_HEADER_BYTES:
+            return None
+        read = header(decode(data))
+    except (OSError, YamlProblem):
+        return None
+    if read is None:
+        return None
+    name, fixtures = read
+    return (name or _stem(path)), fixtures
+
+
+MAX_HEADER_BYTES = 1024 * 1024
+"""A larger file is loaded whole at collection (reading its header would cost the same)."""
 
 
 FREEZE_OPTION = "--openprogram-freeze-gc"
@@ -293,15 +334,23 @@ class ScenarioItem(pytest.Item):
     for a file that did not load)."""
 
     def __init__(
-        self, *, scenario: Scenario | None, load_error: str | None = None, **kwargs: Any
+        self,
+        *,
+        scenario: Scenario | None,
+        load_error: str | None = None,
+        deferred_fixtures: tuple[str, ...] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
         self.load_error = load_error
+        self.deferred = deferred_fixtures is not None  # loaded when it runs (see ``_header``)
         self.result: ScenarioResult | None = None
         self.stash[OUTCOME] = ScenarioOutcome(self.name, str(self.path), load_error)
-        if scenario is not None and scenario.usefixtures:
-            self.add_marker(pytest.mark.usefixtures(*scenario.usefixtures))
+        fixtures = scenario.usefixtures if scenario is not None else deferred_fixtures
+        if fixtures:
+            self.add_marker(pytest.mark.usefixtures(*fixtures))
+        self._fixtures_named = tuple(fixtures or ())
         # Fixtures as a test function has them: the autouse fixtures in scope (conftest files,
         # plugins) and those ``usefixtures:`` names, set up before the run, torn down after.
         manager = self.session._fixturemanager
@@ -316,6 +365,8 @@ class ScenarioItem(pytest.Item):
         request._fillfixtures()
 
     def runtest(self) -> None:
+        if self.deferred and self.scenario is None and self.load_error is None:
+            self._load()
         if self.load_error is not None or self.scenario is None:
             raise ScenarioFailure(self.stash[OUTCOME])
         from .runner import run_scenario
@@ -330,6 +381,27 @@ class ScenarioItem(pytest.Item):
         self.stash[OUTCOME] = outcome
         if not outcome.passed:
             raise ScenarioFailure(outcome)
+
+    def _load(self) -> None:
+        """Load a deferred item's file; it must say what its header said (the name and the
+        fixtures the item was collected with), else the item fails saying so."""
+        from .problems import ScenarioError
+
+        try:
+            scenario = _reader(self.config).load(self.path)
+        except ScenarioError as exc:
+            self.load_error = str(exc)
+        else:
+            named = (scenario.display_name, tuple(scenario.usefixtures))
+            if named == (self.name, self._fixtures_named):
+                self.scenario = scenario
+            else:
+                self.load_error = (
+                    f"{self.path}: collected as {self.name!r} with fixtures "
+                    f"{list(self._fixtures_named)}, but the file says {named[0]!r} with "
+                    f"{list(named[1])}: the file changed during the run?"
+                )
+        self.stash[OUTCOME] = ScenarioOutcome(self.name, str(self.path), self.load_error)
 
     @property
     def obj(self) -> Any:

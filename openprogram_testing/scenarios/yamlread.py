@@ -159,8 +159,120 @@ __all__ = [
     "YamlProblem",
     "decode",
     "duplicate_keys",
+    "header",
     "merge_flow_tokens",
     "node_at",
     "read",
     "text_position",
 ]
+
+
+def header(text: str) -> tuple[str | None, tuple[str, ...]] | None:
+    """The top-level ``name`` and ``usefixtures`` of a scenario's YAML ``text`` read from the
+    parser's events alone (nothing built, no value checked), or ``None`` where that reading
+    could differ from the whole load's: anything but a mapping at the top, a YAML error, an
+    alias or a merge key at the top level, a tag or text beyond ASCII in those two fields, or
+    ``usefixtures`` not a list of strings.  The last ``name`` wins (a repeated key makes the
+    file invalid, and its item is named so wherever it is collected).
+
+    What a collector needs to name an item and set its fixtures before the file is loaded."""
+    import yaml
+
+    loader: Any = None
+    try:
+        loader = yaml.CSafeLoader(text) if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader(text)
+        get = loader.get_event
+        get()  # stream start
+        if not loader.check_event(yaml.DocumentStartEvent):
+            return None
+        get()
+        if not isinstance(get(), yaml.MappingStartEvent):
+            return None
+        name: str | None = None
+        fixtures: tuple[str, ...] = ()
+        depth = 0  # below the top-level mapping
+        key: str | None = None  # the top-level key whose value comes next
+        items: list[str] | None = None
+        Scalar, Alias = yaml.ScalarEvent, yaml.AliasEvent
+        Opens = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+        Closes = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+        while True:
+            event = get()
+            kind = type(event)
+            if depth == 0:
+                if kind is yaml.MappingEndEvent:
+                    break
+                if key is None:  # a top-level key
+                    if kind is not Scalar:
+                        if kind is Alias:
+                            return None
+                        depth = 1  # a collection as a key: skipped with its value
+                        key = ""
+                        continue
+                    if event.value == "<<":  # a merge key could bring a name in
+                        return None
+                    key = event.value
+                    continue
+                value_key, key = key, None
+                if value_key in ("name", "usefixtures") and (
+                    kind is Alias or event.tag not in (None, "!")
+                ):
+                    return None
+                if kind in Opens:
+                    depth = 1
+                    if value_key == "usefixtures" and kind is yaml.SequenceStartEvent:
+                        items = []
+                    elif value_key == "usefixtures":
+                        return None
+                    elif value_key == "name":
+                        return None
+                    key = None
+                    continue
+                if value_key == "name" and kind is Scalar:
+                    value = event.value
+                    if not value.isascii():
+                        return None
+                    plain = not event.style
+                    resolved = loader.resolve(yaml.ScalarNode, value, event.implicit)
+                    if plain and resolved == "tag:yaml.org,2002:null":
+                        name = None
+                    elif resolved != "tag:yaml.org,2002:str":
+                        return None
+                    else:
+                        name = value or None
+                elif value_key == "usefixtures":
+                    if (
+                        kind is Scalar
+                        and not event.style
+                        and loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                        == "tag:yaml.org,2002:null"
+                    ):
+                        fixtures = ()
+                    else:
+                        return None
+                continue
+            if kind in Opens:
+                depth += 1
+                if items is not None:
+                    return None  # a collection inside usefixtures
+            elif kind in Closes:
+                depth -= 1
+                if depth == 0 and items is not None:
+                    fixtures, items = tuple(items), None
+            elif items is not None:
+                if kind is not Scalar or event.tag not in (None, "!") or not event.value.isascii():
+                    return None
+                if loader.resolve(yaml.ScalarNode, event.value, event.implicit) != (
+                    "tag:yaml.org,2002:str"
+                ):
+                    return None
+                items.append(event.value)
+        get()  # document end
+        if not loader.check_event(yaml.StreamEndEvent):
+            return None
+        return name, fixtures
+    except yaml.YAMLError:
+        return None
+    finally:
+        if loader is not None:
+            loader.dispose()
