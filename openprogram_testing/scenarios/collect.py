@@ -242,7 +242,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.getoption("openprogram_freeze_gc", default=None) == "session":
+    worker = hasattr(config, "workerinput")  # an xdist worker's process ends with its session
+    if config.getoption("openprogram_freeze_gc", default=None) == "session" and not worker:
         import gc
 
         gc.unfreeze()

@@ -102,3 +102,17 @@ def test_the_command_as_its_process_keeps_them_frozen_to_the_end(suite: Path) ->
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "FROZEN-AT-EXIT True" in done.stdout + done.stderr
+
+
+class AsWorker:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+
+
+def test_an_xdist_worker_keeps_them_frozen_as_its_process_ends_with_the_session(
+    suite: Path,
+) -> None:
+    args = [str(suite), "-q", "-p", "no:cacheprovider", FREEZE_OPTION, "session"]
+    assert pytest.main(args, plugins=[AsWorker()]) == 0
+    assert gc.get_freeze_count() > 1000
