@@ -218,3 +218,33 @@ def test_under_xdist_the_run_reports_what_one_process_reports(tmp_path: Path) ->
         data = json.loads(target.read_text(encoding="utf-8"))
         records[how] = sorted((t["nodeid"], t["outcome"]) for t in data["tests"])
     assert records["serial"] == records["xdist"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name: deep\nprompt: " + "[" * 5000 + "]" * 5000 + "\n",
+        "name: bomb\n"
+        + "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+            for i in range(8)
+        ),
+    ],
+    ids=["5000-deep", "alias-bomb"],
+)
+def test_a_hostile_file_is_named_quickly_and_fails_when_loaded(
+    tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = text.split("\n", 1)[0].removeprefix("name: ")
+    # the events only: nothing built, nothing expanded (libyaml refuses the deepest nesting
+    # itself: then the file is loaded at collection, and the loader reports it)
+    assert header(text) in (None, (name, ()))
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "scenario_hostile.yaml").write_text(text)
+    code = pytest.main(
+        [str(folder), "-q", "-p", "no:cacheprovider"], plugins=[AsWorker(monkeypatch)]
+    )
+    out = capsys.readouterr().out
+    assert code == 1 and f"::{name} FAILED" not in out and "invalid scenario file" in out
