@@ -18,6 +18,7 @@ made the recording), so interactions are matched by method and URL, in order.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,11 +205,13 @@ def expectations(trace: Any) -> dict[str, Any]:
     return expect
 
 
-def to_yaml(data: dict[str, Any], source: str) -> str:
+def to_yaml(data: dict[str, Any], source: str, header: str = HEADER) -> str:
+    """The scenario file's text: ``header`` naming the source (its control characters made
+    spaces, so a file name cannot end the comment), then the data."""
     import yaml
 
     body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    return HEADER.format(source=source) + body
+    return header.format(source=re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", " ", source)) + body
 
 
 def scaffold_cassette(
@@ -228,10 +231,10 @@ def scaffold_cassette(
     data = draft(recorded, Path(reference).as_posix(), agent)
     existed = out.exists()
     try:
-        first = _write_and_run(out, data, str(cassette), root, check=False)
+        first = write_and_run(out, to_yaml(data, str(cassette)), root, check=False)
         data["cassette"]["allow_unplayed"] = first.trace.model_calls < recorded.count
         data["expect"] = expectations(first.trace)
-        result = _write_and_run(out, data, str(cassette), root, check=True)
+        result = write_and_run(out, to_yaml(data, str(cassette)), root, check=True)
     except BaseException:
         if not existed:
             out.unlink(missing_ok=True)
@@ -239,11 +242,14 @@ def scaffold_cassette(
     return result
 
 
-def _write_and_run(out: Path, data: dict[str, Any], source: str, root: Any, check: bool) -> Any:
+def write_and_run(out: Path, text: str, root: Any, check: bool) -> Any:
+    """Write the scenario ``text`` to ``out``, load it and run it; a file that does not
+    validate, or (with ``check``) a run that does not pass, is a ``ScaffoldError``.  Shared by
+    the cassette and the run-record scaffolds."""
     from . import ScenarioError, load_scenario, run_scenario
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_yaml(data, source), encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     try:
         scenario = load_scenario(out, root=root)
     except ScenarioError as exc:

@@ -25,7 +25,7 @@ from typing import Any
 
 from openprogram.texts import tool_not_found_text
 
-from .scaffold import ScaffoldError
+from .scaffold import ScaffoldError, to_yaml, write_and_run
 
 HEADER = (
     "# Scaffolded by `openprogram-testing scaffold` from {source}.\n"
@@ -313,14 +313,6 @@ def _expect(record: Mapping[str, Any], calls: list[Any]) -> dict[str, Any]:
     return expect
 
 
-def to_yaml(data: dict[str, Any], source: str) -> str:
-    """The scenario file's text: the header naming the source, then the data."""
-    import yaml
-
-    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    return HEADER.format(source=re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", " ", source)) + body
-
-
 def scaffold_record(
     source: str | Path,
     out: str | Path,
@@ -332,24 +324,13 @@ def scaffold_record(
     """Write the scenario of a recorded run (see the module docstring) to ``out`` and return its
     passing ``ScenarioResult``.  Raises ``ScaffoldError`` (nothing is left at ``out``) when the
     record cannot be read, picked or replayed as a passing scenario."""
-    from . import ScenarioError, load_scenario, run_scenario
-
     record, label = load_record(source, test=test, run=run)
     label = f"{label} ({Path(source).name})" if not label.endswith(Path(source).name) else label
     data = scenario_from_record(record)
     out = Path(out)
     existed = out.exists()
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(to_yaml(data, label), encoding="utf-8")
-        try:
-            scenario = load_scenario(out, root=root)
-        except ScenarioError as exc:
-            raise ScaffoldError(f"the scaffolded scenario does not validate:\n{exc}") from None
-        result = run_scenario(scenario)
-        if not result.passed:
-            failures = "\n  - ".join(result.failures)
-            raise ScaffoldError(f"the recorded run does not replay as a scenario:\n  - {failures}")
+        result = write_and_run(out, to_yaml(data, label, HEADER), root, check=True)
     except BaseException:
         if not existed:
             out.unlink(missing_ok=True)

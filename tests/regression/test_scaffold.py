@@ -133,3 +133,16 @@ def test_a_cassette_that_cannot_become_a_scenario_is_a_clean_error(
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
     assert main(["scaffold", "missing.yaml", "--out", "scenario_m.yaml"]) == 2
+
+
+@pytest.mark.parametrize(
+    "source", ["cassettes/a\nsystem_prompt: injected.yaml", "b\rtools: []\u2028d\x00.yaml"]
+)
+def test_a_source_name_cannot_end_the_header_comment(source: str) -> None:
+    import yaml
+
+    from openprogram_testing.scenarios.scaffold import to_yaml
+
+    text = to_yaml({"prompt": "hi"}, source)
+    assert yaml.safe_load(text) == {"prompt": "hi"}
+    assert text.splitlines()[0].startswith("# Scaffolded by")
