@@ -89,6 +89,23 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _imported_names(node: ast.AST, module: str, is_package: bool) -> set[str]:
+    """What an import statement of ``module`` names: each module, and each ``from`` name as
+    ``module.name`` (relative imports resolved); nothing for any other node."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    if node.level:
+        base = module.split(".")
+        base = base if is_package else base[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join([*base, node.module] if node.module else base)
+    else:
+        target = node.module or ""
+    return {target, *(f"{target}.{a.name}" for a in node.names)}
+
+
 def _top_level_imports(path: Path, module: str) -> set[str]:
     """Modules imported when ``module`` is imported (module level, not under TYPE_CHECKING)."""
     is_package = path.name == "__init__.py"
@@ -96,18 +113,7 @@ def _top_level_imports(path: Path, module: str) -> set[str]:
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".")
-                base = base if is_package else base[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            out.add(target)
-            out.update(f"{target}.{a.name}" for a in node.names)
+        out |= _imported_names(node, module, is_package)
     return out
 
 
@@ -261,18 +267,7 @@ def _all_harness_imports(path: Path, module: str) -> set[str]:
     is_package = path.name == "__init__.py"
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".")
-                base = base if is_package else base[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            out.add(target)
-            out.update(f"{target}.{a.name}" for a in node.names)
+        out |= _imported_names(node, module, is_package)
     return {
         t.removeprefix("openprogram_testing.") for t in out if t.startswith("openprogram_testing.")
     }
