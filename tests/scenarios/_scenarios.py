@@ -1,7 +1,11 @@
-"""Helpers the scenario tests share: a small scenario to run, and the error a file load raises."""
+"""Helpers the scenario tests share: a small scenario to run, the error a file load raises, the
+command in a fresh interpreter, and a session collecting as a pytest-xdist worker."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,3 +30,29 @@ def load_error(path: Path, **options: Any) -> str:
     with pytest.raises(ScenarioError) as info:
         load_scenario(path, **options)
     return str(info.value)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_command(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m openprogram_testing.cli ARGS`` in a fresh interpreter (the command as its
+    own process), this checkout first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "openprogram_testing.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+    )
+
+
+class XdistWorker:
+    """A plugin making an in-process pytest session collect and run as a pytest-xdist worker
+    does (the collector reads ``config.workerinput``)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]

@@ -8,9 +8,6 @@ a file whose top level changed between collection and run fails saying so."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,7 @@ from hypothesis import strategies as st
 from openprogram_testing.scenarios import ScenarioError, load_scenario
 from openprogram_testing.scenarios import loader as loader_module
 from openprogram_testing.scenarios.yamlread import header
-from tests.scenarios._scenarios import ONE_TOOL_CALL
+from tests.scenarios._scenarios import ONE_TOOL_CALL, XdistWorker, run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSING = ONE_TOOL_CALL + "expect: {termination: completed, model_calls: 2}\n"
@@ -122,9 +119,8 @@ def suite(root: Path) -> Path:
     return root
 
 
-class AsWorker:
-    """Makes an in-process session collect as an xdist worker does, and counts file loads
-    during collection and after it."""
+class AsWorker(XdistWorker):
+    """Collects as an xdist worker does, and counts file loads during collection and after."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.collecting = 0
@@ -141,10 +137,6 @@ class AsWorker:
             return original(reader, path)
 
         monkeypatch.setattr(loader_module.ScenarioReader, "load", counted)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.phase = "run"
@@ -200,19 +192,10 @@ def test_a_file_changed_after_collection_fails_saying_so(
 
 def test_under_xdist_the_run_reports_what_one_process_reports(tmp_path: Path) -> None:
     folder = suite(tmp_path / "suite")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     records = {}
     for how, extra in (("serial", []), ("xdist", ["-n", "2"])):
         target = tmp_path / f"{how}.json"
-        command = ["-m", "openprogram_testing.cli", "run", str(folder), "--records", str(target)]
-        done = subprocess.run(
-            [sys.executable, *command, *extra],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            cwd=tmp_path,
-        )
+        done = run_command("run", str(folder), "--records", str(target), *extra, cwd=tmp_path)
         assert done.returncode == 1, done.stdout + done.stderr
         assert "4 passed, 1 invalid" in done.stdout, done.stdout
         data = json.loads(target.read_text(encoding="utf-8"))

@@ -7,9 +7,6 @@ nothing unless asked."""
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +15,7 @@ import pytest
 from openprogram_testing import commands
 from openprogram_testing.cli import main
 from openprogram_testing.scenarios.collect import FREEZE_OPTION
-from tests.scenarios._scenarios import ONE_TOOL_CALL
+from tests.scenarios._scenarios import ONE_TOOL_CALL, XdistWorker, run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSING = ONE_TOOL_CALL + "expect: {termination: completed, model_calls: 2}\n"
@@ -91,28 +88,14 @@ def test_the_command_as_its_process_keeps_them_frozen_to_the_end(suite: Path) ->
         "    import atexit\n"
         "    atexit.register(lambda: print('FROZEN-AT-EXIT', gc.get_freeze_count() > 1000))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "openprogram_testing.cli", "run", str(suite), "-v"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=suite,
-    )
+    done = run_command("run", str(suite), "-v", cwd=suite, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "FROZEN-AT-EXIT True" in done.stdout + done.stderr
-
-
-class AsWorker:
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
 
 
 def test_an_xdist_worker_keeps_them_frozen_as_its_process_ends_with_the_session(
     suite: Path,
 ) -> None:
     args = [str(suite), "-q", "-p", "no:cacheprovider", FREEZE_OPTION, "session"]
-    assert pytest.main(args, plugins=[AsWorker()]) == 0
+    assert pytest.main(args, plugins=[XdistWorker()]) == 0
     assert gc.get_freeze_count() > 1000
