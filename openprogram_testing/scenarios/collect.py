@@ -146,7 +146,7 @@ MAX_HEADER_BYTES = 1024 * 1024
 FREEZE_OPTION = "--openprogram-freeze-gc"
 """Keep what is alive after start-up and after collection out of the garbage collector's full
 walks: ``session`` until the session ends, ``process`` until the process exits (what
-``openprogram-testing run`` passes when it is the process; see ``pytest_sessionstart``)."""
+``openprogram-testing run`` passes when it is the process; see ``_freeze``)."""
 
 SELECTION_OPTION = "--openprogram-only"
 """Collect only the files a list names: how ``openprogram-testing run`` hands pytest its
@@ -218,10 +218,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None if selection is None else not selection.keeps(collection_path)
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Under ``--openprogram-freeze-gc``, freeze the objects alive once the plugins are loaded
-    (``gc.freeze``), and again once the suite is collected (``pytest_collection_finish``).
+def _freeze(config: pytest.Config) -> None:
+    """Under ``--openprogram-freeze-gc``, move every object alive now out of the garbage
+    collector's full walks (``gc.freeze``): done once the plugins are loaded and again once the
+    suite is collected.
 
     Why: a full collection walks every object alive, and a suite's process holds the imported
     modules of pytest, its plugins and the libraries, then every collected scenario: those
@@ -230,15 +230,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ``pytest_unconfigure`` unfreezes them, so an in-process caller gets its memory back; with
     ``process`` they stay frozen, as unfreezing a large heap just before the process exits
     costs the full walks back (the command's own process and its xdist workers)."""
-    if session.config.getoption("openprogram_freeze_gc", default=None):
+    if config.getoption("openprogram_freeze_gc", default=None):
         import gc
 
         gc.freeze()
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _freeze(session.config)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    pytest_sessionstart(session)
+    _freeze(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

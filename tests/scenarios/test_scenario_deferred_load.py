@@ -62,24 +62,29 @@ def test_the_header_is_read_only_where_it_is_certain(
     assert header(text) == expected
 
 
-def bundled_files() -> list[Path]:
-    return sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if p.is_file()) + sorted(
-        (ROOT / "tests" / "scenarios" / "malformed").glob("*.yaml")
+BUNDLED = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if p.is_file())
+MALFORMED = sorted((ROOT / "tests" / "scenarios" / "malformed").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
+def test_the_header_of_every_bundled_scenario_is_read_and_agrees_with_the_load(path: Path) -> None:
+    read = header(path.read_text(encoding="utf-8"))
+    scenario = load_scenario(path)
+    assert read is not None
+    assert (read[0] or scenario.display_name, read[1]) == (
+        scenario.display_name,
+        tuple(scenario.usefixtures),
     )
 
 
-@pytest.mark.parametrize("path", bundled_files(), ids=lambda p: p.name)
-def test_the_header_agrees_with_the_load(path: Path) -> None:
+@pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.name)
+def test_a_malformed_file_s_header_is_an_answer_never_an_error(path: Path) -> None:
     read = header(path.read_text(encoding="utf-8", errors="replace"))
-    try:
-        scenario = load_scenario(path)
-    except ScenarioError:
-        return  # an invalid file: named by its header wherever it is collected
-    if read is not None:
-        assert (read[0] or scenario.display_name, read[1]) == (
-            scenario.display_name,
-            tuple(scenario.usefixtures),
-        )
+    assert read is None or (
+        (read[0] is None or isinstance(read[0], str)) and all(isinstance(f, str) for f in read[1])
+    )
+    with pytest.raises(ScenarioError):
+        load_scenario(path)
 
 
 names = st.one_of(st.none(), st.text(st.characters(codec="ascii"), max_size=12))
@@ -101,9 +106,7 @@ def test_the_header_reads_what_the_yaml_says(
     }
     text = yaml.safe_dump({k: values[k] for k in order}, default_flow_style=flow, sort_keys=False)
     data = yaml.safe_load(text)
-    read = header(text)
-    if read is not None:
-        assert read == (data["name"] or None, tuple(data["usefixtures"]))
+    assert header(text) == (data["name"] or None, tuple(data["usefixtures"]))
 
 
 def suite(root: Path) -> Path:
@@ -231,3 +234,20 @@ def test_a_hostile_file_is_named_quickly_and_fails_when_loaded(
     )
     out = capsys.readouterr().out
     assert code == 1 and f"::{name} FAILED" not in out and "invalid scenario file" in out
+
+
+def test_a_file_too_large_for_a_header_read_is_loaded_at_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprogram_testing.scenarios.collect import MAX_HEADER_BYTES
+
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    padding = "x" * (MAX_HEADER_BYTES + 10)
+    (folder / "scenario_large.yaml").write_text(f"name: large\ndescription: {padding}\n" + PASSING)
+    (folder / "scenario_small.yaml").write_text("name: small\n" + PASSING)
+    serial = collected_ids(folder)
+    worker = AsWorker(monkeypatch)
+    assert pytest.main([str(folder), "-q", "-p", "no:cacheprovider"], plugins=[worker]) == 0
+    assert worker.ids == serial
+    assert (worker.collecting, worker.running) == (1, 1)  # the large one at collection
