@@ -99,3 +99,12 @@ def test_an_xdist_worker_keeps_them_frozen_as_its_process_ends_with_the_session(
     args = [str(suite), "-q", "-p", "no:cacheprovider", FREEZE_OPTION, "session"]
     assert pytest.main(args, plugins=[XdistWorker()]) == 0
     assert gc.get_freeze_count() > 1000
+
+
+def test_an_unknown_freeze_mode_is_a_usage_error(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [str(suite), "-q", "-p", "no:cacheprovider", FREEZE_OPTION, "always"]
+    assert pytest.main(args) == pytest.ExitCode.USAGE_ERROR
+    assert "invalid choice: 'always'" in capsys.readouterr().err
+    assert gc.get_freeze_count() == 0
