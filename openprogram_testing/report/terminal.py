@@ -129,13 +129,13 @@ class ScenarioReporter:
         for row in rows:
             if not row.passed:
                 title = "invalid scenario file" if row.invalid else "FAILED"
-                self.out.print(f"\n[bold red]{title}[/] {escape(row.path)}")
-                self.out.print(escape(row.failure))
+                self.out.print(f"\n[bold red]{title}[/] {escape(_shown(row.path))}")
+                self.out.print(escape(_shown(row.failure, lines=True)))
             elif self.verbose and row.timeline:
-                self.out.print(f"\n[green]PASSED[/] {escape(row.name)}")
-                self.out.print(escape(row.timeline))
+                self.out.print(f"\n[green]PASSED[/] {escape(_shown(row.name))}")
+                self.out.print(escape(_shown(row.timeline, lines=True)))
         for problem in self.problems:
-            self.out.print(f"\n[bold red]error[/] {escape(problem)}")
+            self.out.print(f"\n[bold red]error[/] {escape(_shown(problem, lines=True))}")
         if coverage is not None:
             self.out.print()
             self.out.print(escape(coverage.text()))
@@ -155,6 +155,16 @@ class ScenarioReporter:
 
 
 _HEADINGS = ("scenario", "result", "termination", "model calls", "time")
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS_IN_LINES = {c: v for c, v in _CONTROLS.items() if chr(c) not in "\n\t"}
+
+
+def _shown(text: str, *, lines: bool = False) -> str:
+    """``text`` as the terminal should show it: control characters (an escape sequence in a
+    scenario's name or a tool's output would restyle or move the terminal) spelled as ``\\xNN``,
+    line breaks and tabs kept where ``lines``."""
+    return text.translate(_CONTROLS_IN_LINES if lines else _CONTROLS)
 
 
 def _status(row: Row) -> tuple[str, str]:
@@ -176,7 +186,7 @@ def _table(rows: list[Row], width: int) -> Text:
     suite of 1,000, more than its runs took."""
     cells = [
         (
-            row.name,
+            _shown(row.name),
             *_status(row),
             row.termination or "-",
             "-" if row.model_calls is None else str(row.model_calls),

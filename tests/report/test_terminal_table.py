@@ -55,3 +55,21 @@ def test_the_printed_report_holds_every_row_and_the_count() -> None:
     for name in ("alpha", "beta", "gamma", "delta"):
         assert f"\n{name} " in text
     assert "2 passed, 1 failed, 1 invalid" in text
+
+
+def test_a_name_s_markup_and_control_codes_are_shown_as_text() -> None:
+    # an escape sequence in a name would restyle the terminal (or move its cursor, clear it)
+    buffer = io.StringIO()
+    out = Console(file=buffer, width=100, color_system="truecolor", force_terminal=True)
+    reporter = ScenarioReporter(out, out)
+    hostile = Row("h", "[bold red]x[/] \x1b[31mred\x1b[0m \x07bell", "h.yaml")
+    failing = Row("f", "f", "f.yaml", passed=False, failure="line one\n\x1b[2Jcleared?\tok")
+    reporter.rows = {"h": hostile, "f": failing}
+    reporter.print_report()
+    text = buffer.getvalue()
+    assert "[bold red]x[/]" in text  # markup is shown, not applied
+    assert "\x1b[31mred" not in text
+    assert "\\x1b[31mred\\x1b[0m \\x07bell" in text  # the name's own codes are spelled out
+    assert "\x07" not in text
+    assert "line one\n\\x1b" in text  # a failure keeps its lines, its codes spelled out
+    assert "\x1b[2J" not in text
