@@ -51,7 +51,7 @@ from .types import (
     UserMessage,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "MAX_INNER_ITERATIONS",
