@@ -156,9 +156,8 @@ def _answer(message: Any) -> Answer:
 
 
 def compare(old: list[Answer], new: list[Answer]) -> list[Change]:
-    """Every difference, interaction by interaction."""
-    from .trajectory import value_difference
-
+    """Every difference, interaction by interaction (every differing argument of a call, not
+    only the first)."""
     changes: list[Change] = []
     for i in range(max(len(old), len(new))):
         if i >= len(old) or i >= len(new):
@@ -171,8 +170,7 @@ def compare(old: list[Answer], new: list[Answer]) -> list[Change]:
             changes.append(Change(i, "tools", True, f"{names_a} -> {names_b}"))
         else:
             for k, ((name, args_a), (_, args_b)) in enumerate(zip(a.calls, b.calls, strict=True)):
-                found = value_difference(args_a, args_b, "args")
-                if found:
+                for found in argument_differences(args_a, args_b):
                     changes.append(Change(i, "arguments", True, f"call {k} {name}: {found}"))
         if a.stop != b.stop:
             changes.append(Change(i, "stop", True, f"{a.stop} -> {b.stop}"))
@@ -196,6 +194,64 @@ def compare(old: list[Answer], new: list[Answer]) -> list[Change]:
     return changes
 
 
+def argument_differences(old: Any, new: Any, path: str = "args") -> list[str]:
+    """Every place two recorded argument values differ (``path: expected ..., got ...``), in
+    document order.  Both sides are recorded data, never matchers: a ``$regex`` key is a key,
+    and a NaN equals a NaN (the same recording twice is no change).  Walked with a stack, so
+    a value nested thousands deep is compared, not a ``RecursionError``."""
+    out: list[str] = []
+    stack: list[tuple[Any, Any, str]] = [(old, new, path)]
+    while stack:
+        a, b, where = stack.pop()
+        if isinstance(a, dict) and isinstance(b, dict):
+            pending: list[tuple[Any, Any, str]] = []
+            for key in a:
+                if key in b:
+                    pending.append((a[key], b[key], f"{where}.{key}"))
+                else:
+                    pending.append((a[key], _MISSING, f"{where}.{key}"))
+            pending.extend((_MISSING, b[key], f"{where}.{key}") for key in b if key not in a)
+            stack.extend(reversed(pending))
+        elif isinstance(a, list) and isinstance(b, list):
+            pending = [(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=False))]
+            if len(a) != len(b):
+                pending.append((_COUNT, (len(a), len(b)), where))
+            stack.extend(reversed(pending))
+        elif a is _COUNT:
+            out.append(f"{where}: expected {b[0]} item(s), got {b[1]}")
+        elif a is _MISSING:
+            out.append(f"{where}: only in NEW ({_shown(b)})")
+        elif b is _MISSING:
+            out.append(f"{where}: only in OLD ({_shown(a)})")
+        elif not _same(a, b):
+            out.append(f"{where}: expected {_shown(a)}, got {_shown(b)}")
+    return out
+
+
+_MISSING = object()
+"""A key one side of ``argument_differences`` lacks."""
+_COUNT = object()
+"""Marks the entry reporting two lists' lengths, after their items' differences."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) != isinstance(b, bool) or type(a) in (dict, list):
+        return False
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN: the same recorded value
+    return bool(a == b)
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return clip(text, 120)
+
+
 def diff_recordings(old: str | Path, new: str | Path) -> Drift:
     """What the model did differently in ``new`` than in ``old``."""
     before, after = answers(old), answers(new)
@@ -208,6 +264,7 @@ __all__ = [
     "Drift",
     "RecordingUnreadable",
     "answers",
+    "argument_differences",
     "compare",
     "diff_recordings",
 ]

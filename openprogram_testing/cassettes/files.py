@@ -30,6 +30,7 @@ import functools
 import gzip
 import json
 import os
+import stat
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -323,8 +324,7 @@ def load_interactions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
     path = Path(path)
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        data = _read_regular(path, MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise CassetteError(f"cassette {path} not found") from None
     except IsADirectoryError:
@@ -338,6 +338,20 @@ def load_interactions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     except UnicodeDecodeError:
         raise CassetteError(f"cassette {path} is not UTF-8 text") from None
     return list(parse_cassette(text, path)["interactions"])
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """Up to ``limit`` bytes of the regular file at ``path``.  Opened without blocking and
+    checked before reading: a FIFO or a device named as a cassette is refused (``OSError``),
+    where a plain ``open`` would wait forever for a writer."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{path} is not a regular file (a pipe or a device)")
+        return handle.read(limit)
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,10 +4,16 @@ unreadable recording is a clean error."""
 
 from __future__ import annotations
 
+import copy
+import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openprogram_testing.cli import main
 from openprogram_testing.drift import RecordingUnreadable, diff_recordings
@@ -101,3 +107,77 @@ def test_an_unreadable_recording_is_a_clean_error(
 def test_a_shared_recording_against_itself(name: str) -> None:
     drift = diff_recordings(SHARED / name, SHARED / name)
     assert drift.changes == [] and drift.old
+
+
+def _with_arguments(old: Path, tmp_path: Path, name: str, arguments: str) -> Path:
+    """``old`` whose recorded call answers ``arguments`` (JSON text, NaN allowed)."""
+    recorded = '{\\"city\\":\\"Paris\\"}'
+    text = old.read_text(encoding="utf-8")
+    assert recorded in text
+    path = tmp_path / name
+    path.write_text(text.replace(recorded, arguments.replace('"', '\\"'), 1), encoding="utf-8")
+    return path
+
+
+def test_every_differing_argument_of_a_call_is_reported(old: Path, tmp_path: Path) -> None:
+    a = _with_arguments(old, tmp_path, "a.yaml", '{"city":"Paris","unit":"C","days":[1,2],"k":1}')
+    b = _with_arguments(old, tmp_path, "b.yaml", '{"city":"Rome","unit":"F","days":[1],"n":2}')
+    texts = [c.text for c in diff_recordings(a, b).changes if c.kind == "arguments"]
+    assert texts == [
+        'call 0 get_weather: args.city: expected "Paris", got "Rome"',
+        'call 0 get_weather: args.unit: expected "C", got "F"',
+        "call 0 get_weather: args.days: expected 2 item(s), got 1",
+        "call 0 get_weather: args.k: only in OLD (1)",
+        "call 0 get_weather: args.n: only in NEW (2)",
+    ]
+
+
+def test_a_recording_holding_nan_has_no_change_against_itself(
+    old: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _with_arguments(old, tmp_path, "a.yaml", '{"city":"Paris","v":NaN,"w":[NaN]}')
+    assert diff_recordings(a, a).changes == []
+    assert main(["diff", str(a), str(a)]) == 0
+    assert "no change in 2 interaction(s)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_is_refused_at_once_not_waited_on(
+    old: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(RecordingUnreadable, match="not a regular file"):
+        diff_recordings(fifo, old)
+    assert main(["diff", str(old), str(fifo)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    assert time.monotonic() - started < 10
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_any_recorded_value_equals_itself(value: Any) -> None:
+    from openprogram_testing.drift import argument_differences
+
+    assert argument_differences(value, copy.deepcopy(value)) == []
+    assert argument_differences({"a": value}, {"a": [value]}) != []
+
+
+def test_a_value_thousands_deep_is_compared_without_recursion() -> None:
+    from openprogram_testing.drift import argument_differences
+
+    deep_a: Any = 1
+    deep_b: Any = 2
+    for _ in range(50_000):
+        deep_a, deep_b = [deep_a], [deep_b]
+    found = argument_differences(deep_a, deep_b)
+    assert len(found) == 1 and found[0].endswith("expected 1, got 2")
