@@ -141,22 +141,139 @@ def _engine() -> Any:
     return regex
 
 
-def value_matcher(value: Any) -> Any:
+OPERATORS: tuple[str, ...] = ("$regex", "$approx", "$abs", "$rel", "$literal")
+"""The ``$`` keys an expected value may hold: ``{$regex: ...}``, ``{$approx: ..., $abs: ...,
+$rel: ...}`` and ``{$literal: ...}`` (the value as written, its ``$`` keys being keys)."""
+
+KNOWN_TEXT = "known: $regex, $approx (with $abs, $rel), $literal"
+
+
+class MatcherError(ValueError):
+    """An expected value that cannot be compared: an unknown or misplaced ``$`` operator, a bad
+    pattern or tolerance.  Raised where the value is read (the file, the assertion), never at a
+    verdict.  ``path`` is where in the value (``args.flight``), ``operator`` the ``$`` key
+    concerned (``None`` when none is) and ``reason`` the message without the path."""
+
+    def __init__(self, path: str, reason: str, operator: str | None = None) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.operator = operator
+
+
+_Where: TypeAlias = "tuple[_Where, str | int] | None"
+"""A place in a value, as a chain (parent, key): the text is built only when a message needs it
+(paths of a deep value cost nothing until one is shown)."""
+
+
+def _where_text(root: str, where: _Where) -> str:
+    parts: list[str] = []
+    while where is not None:
+        where, step = where
+        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+    return root + "".join(reversed(parts))
+
+
+def value_matcher(value: Any, *, path: str = "args") -> Any:
     """``value`` as it is compared: the YAML matcher forms (``{$regex: ...}``, ``{$approx: ...,
-    $abs: ..., $rel: ...}``) become matchers, a compiled pattern becomes ``Matches``, and
-    mappings and lists are converted inside; anything else is compared with ``==`` (so
-    ``pytest.approx`` works too) or, if callable, called with the actual value."""
-    if isinstance(value, re.Pattern):
-        return Matches(value)
-    if isinstance(value, Mapping):
-        keys = set(value)
-        if keys == {"$regex"}:
-            return Matches(value["$regex"])
-        if "$approx" in keys and keys <= {"$approx", "$abs", "$rel"}:
-            return Approx(value["$approx"], abs=value.get("$abs", 0.0), rel=value.get("$rel", 0.0))
-        return {k: value_matcher(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [value_matcher(v) for v in value]
+    $abs: ..., $rel: ...}``) become matchers, ``{$literal: v}`` becomes ``v`` as written, a
+    compiled pattern becomes ``Matches``, and mappings and lists are converted inside; anything
+    else is compared with ``==`` (so ``pytest.approx`` works too) or, if callable, called with
+    the actual value.  A mapping with any other key starting with ``$`` is a ``MatcherError``
+    naming it (``path`` is what the message calls ``value``): a misspelled operator compared as
+    data would fail for the wrong reason, or pass where nothing was checked.  Any depth: the
+    walk keeps its own stack."""
+    out: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any, _Where]] = [(value, out, 0, None)]
+    while todo:
+        item, parent, slot, where = todo.pop()
+        converted: Any
+        if isinstance(item, re.Pattern):
+            converted = Matches(item)
+        elif isinstance(item, Mapping):
+            operators = sorted(k for k in item if isinstance(k, str) and k.startswith("$"))
+            if operators:
+                converted = _operator(item, operators, path, where)
+            else:
+                converted = dict.fromkeys(item)
+                todo.extend((v, converted, k, (where, k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list | tuple):
+            converted = [None] * len(item)
+            todo.extend((v, converted, i, (where, i)) for i, v in reversed(list(enumerate(item))))
+        else:
+            converted = item
+        parent[slot] = converted
+    return out[0]
+
+
+def _operator(value: Mapping[Any, Any], operators: list[str], root: str, at: _Where) -> Any:
+    """The matcher an operator mapping stands for, or the ``MatcherError`` saying why none."""
+
+    def where() -> str:
+        return _where_text(root, at)
+
+    unknown = [k for k in operators if k not in OPERATORS]
+    if unknown:
+        name = unknown[0]
+        raise MatcherError(
+            where(),
+            f"unknown matcher operator {name!r}{_near(name)}; {KNOWN_TEXT} (a key that starts "
+            "with $ is expected as written inside {$literal: ...})",
+            name,
+        )
+    keys = set(value)
+    others = sorted(repr(k) for k in keys if k not in operators)
+    if others:
+        raise MatcherError(
+            where(),
+            f"{operators[0]!r} cannot stand next to the key {others[0]}: a matcher is a mapping of "
+            "its operators alone (a mapping with $ keys is expected as written inside "
+            "{$literal: ...})",
+            operators[0],
+        )
+    if "$literal" in keys or "$regex" in keys:
+        name = "$literal" if "$literal" in keys else "$regex"
+        if keys != {name}:
+            extra = sorted(keys - {name})[0]
+            raise MatcherError(where(), f"{name!r} takes no other operator, got {extra!r}", extra)
+        if name == "$literal":
+            return value[name]
+        try:
+            return Matches(value[name])
+        except ValueError as exc:
+            raise MatcherError(where(), str(exc), name) from None
+    if "$approx" not in keys:
+        name = operators[0]
+        raise MatcherError(
+            where(), f"{name!r} goes with $approx ({{$approx: 240, {name}: 1}}), not alone", name
+        )
+    try:
+        return Approx(value["$approx"], abs=value.get("$abs", 0.0), rel=value.get("$rel", 0.0))
+    except ValueError as exc:
+        raise MatcherError(where(), str(exc), "$approx") from None
+
+
+def _near(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), OPERATORS, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def as_written(value: Any) -> Any:
+    """An expectation that ``value`` (arguments a run made, a recorded call's) is compared as
+    written: ``{$literal: value}`` when a ``$`` key is inside it, else ``value`` itself (kept
+    plain, so it is still looked up by its JSON).  A recorded value never turns into an
+    operator, nor is it refused as one."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, Mapping):
+            if any(isinstance(k, str) and k.startswith("$") for k in item):
+                return {"$literal": value}
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
     return value
 
 
@@ -239,7 +356,8 @@ def expected_calls(expected: Sequence[Any]) -> list[ExpectedCall]:
         elif isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str):
             out.append(ExpectedCall(k, entry[0], _args(k, entry[1])))
         elif hasattr(entry, "name") and isinstance(getattr(entry, "arguments", None), Mapping):
-            out.append(ExpectedCall(k, entry.name, entry.arguments))  # a ToolCall or MadeCall
+            # A ToolCall or MadeCall: what a run sent, compared as written.
+            out.append(ExpectedCall(k, entry.name, as_written(entry.arguments)))
         elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
             unknown = set(entry) - {"name", "args"}
             if unknown:
@@ -255,7 +373,7 @@ def expected_calls(expected: Sequence[Any]) -> list[ExpectedCall]:
 def _args(k: int, args: Any) -> Any:
     if args is None or callable(args) or isinstance(args, Mapping):
         if isinstance(args, Mapping):
-            value_matcher(args)  # a bad regex or tolerance fails here, naming the entry
+            value_matcher(args, path=f"expected[{k}].args")  # a bad matcher fails here, placed
         return args
     raise ValueError(f"expected[{k}].args must be a mapping or a callable, got {args!r}")
 
@@ -283,14 +401,18 @@ def callable_name(check: Any) -> str:
 
 __all__ = [
     "ARG_MODES",
+    "KNOWN_TEXT",
     "MATCH_TIME_LIMIT_S",
+    "OPERATORS",
     "Approx",
     "ArgCheck",
     "ArgMode",
     "ExpectedCall",
     "MadeCall",
+    "MatcherError",
     "Matches",
     "arguments_difference",
+    "as_written",
     "call_check",
     "callable_name",
     "expected_calls",

@@ -224,12 +224,11 @@ def _key(args: Any) -> str:
 
 
 def _is_plain(value: Any) -> bool:
-    """JSON data with no matcher in it (a plain entry is found by its JSON)."""
+    """JSON data with no matcher in it (a plain entry is found by its JSON; a ``$`` key is an
+    operator, ``$literal`` included)."""
     if isinstance(value, Mapping):
-        return (
-            set(value) not in ({"$regex"},)
-            and "$approx" not in value
-            and all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+        return all(
+            isinstance(k, str) and not k.startswith("$") and _is_plain(v) for k, v in value.items()
         )
     if isinstance(value, list):
         return all(_is_plain(v) for v in value)

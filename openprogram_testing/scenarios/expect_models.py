@@ -21,7 +21,8 @@ class _Strict(BaseModel):
 
 class TrajectoryCall(_Strict):
     """One expected call: the tool ``name`` and, optionally, its ``args`` (values may be
-    ``{$regex: ...}`` or ``{$approx: N, $abs: ..., $rel: ...}``; without ``args`` the name
+    ``{$regex: ...}`` or ``{$approx: N, $abs: ..., $rel: ...}``, and ``{$literal: ...}`` is a
+    value with ``$`` keys as written; any other ``$`` key is refused; without ``args`` the name
     alone is checked)."""
 
     name: str = Field(min_length=1)
@@ -32,7 +33,7 @@ class TrajectoryCall(_Strict):
         if self.args is not None:
             from ..matchers import value_matcher
 
-            value_matcher(self.args)  # a bad $regex or $approx is a load error, placed here
+            value_matcher(self.args)  # a bad or unknown $ operator is a load error, placed here
         return self
 
 

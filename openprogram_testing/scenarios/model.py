@@ -375,8 +375,9 @@ class CallPosition(_Strict):
 
 class WhenDef(_Strict):
     """A steering condition: right after the ``nth`` (1-based) executed call of ``tool`` whose
-    arguments fit ``args`` (the listed keys; values may be ``{$regex: ...}`` or
-    ``{$approx: ..., $abs: ...}``, as in ``expect.trajectory``)."""
+    arguments fit ``args`` (the listed keys; values may be ``{$regex: ...}``,
+    ``{$approx: ..., $abs: ...}`` or ``{$literal: ...}``, as in ``expect.trajectory``; any
+    other ``$`` key is refused)."""
 
     tool: str = Field(min_length=1)
     args: dict[str, Any] | None = None
@@ -388,7 +389,7 @@ class WhenDef(_Strict):
         if args is not None:
             from ..matchers import value_matcher
 
-            value_matcher(args)  # a bad pattern or tolerance fails here, positioned
+            value_matcher(args)  # a bad pattern, tolerance or operator fails here, positioned
         return args
 
 

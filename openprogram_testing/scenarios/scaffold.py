@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..cassettes.files import recorded_body_text
+from ..matchers import as_written
 
 HEADER = (
     "# Scaffolded by `openprogram-testing scaffold` from {source}.\n"
@@ -187,7 +188,7 @@ def expectations(trace: Any) -> dict[str, Any]:
     if errors and not trace.final_text:
         expect["error_text"] = errors[-1][:200]
     calls: list[Any] = [
-        c.name if c.raw_arguments is not None else {"name": c.name, "args": c.arguments}
+        c.name if c.raw_arguments is not None else {"name": c.name, "args": as_written(c.arguments)}
         for c in trace.tool_calls
     ]
     expect["trajectory"] = {"mode": "strict", "args": "exact", "calls": calls}

@@ -25,6 +25,7 @@ from typing import Any
 
 from openprogram.texts import tool_not_found_text
 
+from ..matchers import as_written
 from .scaffold import ScaffoldError, to_yaml, write_and_run
 
 HEADER = (
@@ -231,7 +232,7 @@ def _turn(
         else:
             args = _arguments(c.get("args"), name)
             entry["args"] = args
-            made.append({"name": name, "args": json.loads(json.dumps(args))})
+            made.append({"name": name, "args": as_written(json.loads(json.dumps(args)))})
         tool = tools.get(c.get("id"))
         if tool is not None and tool.get("result") == tool_not_found_text(name):
             entry["unknown_tool"] = True
