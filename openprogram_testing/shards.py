@@ -44,14 +44,19 @@ class ShardSelection:
 
 
 def parse_shard(spec: str) -> tuple[int, int]:
-    """``"2/4"`` → ``(2, 4)``; anything else is a ``UsageProblem``."""
+    """``"2/4"`` → ``(2, 4)``; anything else, or more than ``MAX_SHARDS`` shards, is a
+    ``UsageProblem``."""
+    from .report.merge import MAX_SHARDS, shard_count_problem
+
     index_text, slash, count_text = spec.strip().partition("/")
     try:
         index, count = int(index_text), int(count_text)
     except ValueError:
         index, count = 0, 0
-    if not slash or count < 1 or not 1 <= index <= count:
-        raise UsageProblem(f"--shard takes I/N with 1 <= I <= N (such as 1/4), got {spec!r}")
+    if not slash or shard_count_problem(index, count) is not None:
+        raise UsageProblem(
+            f"--shard takes I/N with 1 <= I <= N <= {MAX_SHARDS} (such as 1/4), got {spec!r}"
+        )
     return index, count
 
 

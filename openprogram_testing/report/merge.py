@@ -31,6 +31,22 @@ from .html import FAILING, OUTCOMES
 
 KIND = "openprogram-run-records"
 VERSION = 1
+MAX_SHARDS = 1000
+"""The most shards a suite is split into (``run --shard I/N``, a records file's ``shard``): far
+above any CI matrix (GitHub Actions allows 256 jobs), and low enough that nothing sized by the
+count can exhaust memory.  A larger count is refused where it is read."""
+MISSING_LISTED = 10
+"""How many missing shards a merge error names (the rest are counted)."""
+
+
+def shard_count_problem(index: object, count: object) -> str | None:
+    """Why ``index``/``count`` is not shard I of N (``None``: it is), the one rule for the
+    command line, the plugin option and a records file."""
+    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
+        return f"index {index!r} of {count!r} is not i/n"
+    if count > MAX_SHARDS:
+        return f"{count} shards is more than {MAX_SHARDS}, the most a suite is split into"
+    return None
 
 
 class RecordsError(Exception):
@@ -164,8 +180,9 @@ def _shard(raw: Any, source: str) -> Shard | None:
     if not isinstance(raw, dict):
         raise RecordsError(source, "'shard' is not an object")
     index, count, suite, files = (raw.get(k) for k in ("index", "count", "suite", "files"))
-    if not (type(index) is int and type(count) is int and 1 <= index <= count):
-        raise RecordsError(source, f"'shard' index {index!r} of {count!r} is not i/n")
+    problem = shard_count_problem(index, count)
+    if problem is not None:
+        raise RecordsError(source, f"'shard' {problem}")
     if not isinstance(suite, str) or type(files) is not int or files < 0:
         raise RecordsError(source, "'shard' lacks its suite fingerprint or file count")
     return Shard(index, count, suite, files)
@@ -231,10 +248,19 @@ def _check_shards(parts: Sequence[Records]) -> list[str]:
                 part.source, f"shard {shard.label} is also {by_index[shard.index]}: given twice"
             )
         by_index[shard.index] = part.source
-    missing = [i for i in range(1, first.count + 1) if i not in by_index]
-    if missing:
+    absent = first.count - len(by_index)  # the indices are distinct and within 1..count
+    if absent:
+        # the first few missing indices, found among at most len(by_index) + MISSING_LISTED
+        # candidates: nothing here is sized by the count
+        missing: list[int] = []
+        candidate = 1
+        while len(missing) < min(absent, MISSING_LISTED):
+            if candidate not in by_index:
+                missing.append(candidate)
+            candidate += 1
         listed = ", ".join(f"{i}/{first.count}" for i in missing)
-        raise RecordsError(None, f"shard {listed} missing: every shard's records are needed")
+        more = f" and {absent - len(missing)} more" if absent > len(missing) else ""
+        raise RecordsError(None, f"shard {listed}{more} missing: every shard's records are needed")
     return [f"{i}/{first.count}" for i in sorted(by_index)]
 
 
@@ -263,6 +289,7 @@ def write_merged_html(path: str | Path, merged: Merged, *, title: str) -> Path:
 
 __all__ = [
     "KIND",
+    "MAX_SHARDS",
     "VERSION",
     "Merged",
     "Records",
@@ -274,5 +301,6 @@ __all__ = [
     "merge",
     "read_records",
     "records_from",
+    "shard_count_problem",
     "write_merged_html",
 ]

@@ -382,7 +382,7 @@ def _shard(raw: str | None) -> Any:
     """The ``Shard`` that ``--openprogram-records-shard I/N/SUITE[/FILES]`` names."""
     if not raw:
         return None
-    from .merge import Shard
+    from .merge import Shard, shard_count_problem
 
     parts = raw.split("/")
     try:
@@ -393,8 +393,12 @@ def _shard(raw: str | None) -> Any:
         raise pytest.UsageError(
             f"--openprogram-records-shard: expected I/N/SUITE[/FILES], got {raw!r}"
         ) from None
-    if not 1 <= index <= count or not suite or files < 0:
-        raise pytest.UsageError(f"--openprogram-records-shard: {raw!r} is not shard I of N")
+    problem = shard_count_problem(index, count)
+    if problem is not None or not suite or files < 0:
+        raise pytest.UsageError(
+            f"--openprogram-records-shard: {raw!r} is not shard I of N"
+            + (f" ({problem})" if problem else "")
+        )
     return Shard(index, count, suite, files)
 
 

@@ -83,7 +83,11 @@ def test_shards_partition_the_files(tmp_path: Path) -> None:
     assert select(files[:-1], "2/3").suite != select(files, "2/3").suite
 
 
-@pytest.mark.parametrize("spec", ["0/2", "3/2", "1/0", "a/b", "1", "", "1/2/3", "-1/2"])
+@pytest.mark.parametrize(
+    "spec",
+    ["0/2", "3/2", "1/0", "a/b", "1", "", "1/2/3", "-1/2", "1/1001", "1/" + "1" * 5000,
+     "1/100000000000000000000", f"1/{2**63}"],
+)  # fmt: skip
 def test_a_shard_that_is_not_i_of_n_is_a_usage_error(spec: str) -> None:
     with pytest.raises(UsageProblem, match="--shard takes I/N"):
         parse_shard(spec)
@@ -225,6 +229,8 @@ def _records(**changes: Any) -> dict[str, Any]:
         ({"shard": {"index": 1.0, "count": 2, "suite": "x", "files": 1}}, "is not i/n"),
         ({"shard": {"index": 1, "count": 2, "suite": 5, "files": 1}}, "fingerprint"),
         ({"shard": "1/2"}, "'shard' is not an object"),
+        ({"shard": {"index": 1, "count": 10**18, "suite": "x", "files": 1}}, "more than 1000"),
+        ({"shard": {"index": 1, "count": 2**63, "suite": "x", "files": 1}}, "more than 1000"),
     ],
 )
 def test_damaged_records_are_refused_by_name(changes: dict[str, Any], reason: str) -> None:
@@ -305,3 +311,32 @@ def test_a_hand_made_run_the_page_cannot_count_still_draws_the_merged_page(
     code, out, err = cli(capsys, "report", "merge", "odd.json", "--html", "m.html")
     assert (code, err) == (0, "") and "1 tests (1 passed)" in out
     assert "usage unknown" in Path("m.html").read_text()
+
+
+def test_a_huge_shard_count_is_refused_before_anything_is_sized_by_it(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for count in ("100000000000000000000", str(2**63), "1001"):
+        code, _, err = cli(capsys, "run", "flows", "--shard", f"1/{count}", "--records", "r.json")
+        assert code == 2 and "1 <= I <= N <= 1000" in err
+        assert not Path("r.json").exists()
+    cli(capsys, "run", "flows", "--shard", "1/2", "--records", "s1.json")
+    data = json.loads(Path("s1.json").read_text(encoding="utf-8"))
+    for count in (10**18, 2**63):
+        data["shard"]["count"] = count
+        Path("huge.json").write_text(json.dumps(data), encoding="utf-8")
+        code, _, err = cli(capsys, "report", "merge", "huge.json")
+        assert code == 2 and f"{count} shards is more than 1000" in err
+    # the most shards allowed, all but one missing: the error names a few and counts the rest
+    data["shard"]["count"] = 1000
+    Path("most.json").write_text(json.dumps(data), encoding="utf-8")
+    code, _, err = cli(capsys, "report", "merge", "most.json")
+    assert code == 2 and "shard 2/1000, 3/1000" in err and "11/1000 and 989 more missing" in err
+    with pytest.raises(pytest.UsageError, match="more than 1000"):
+        _plugin_shard(f"1/{2**63}/abc/1")
+
+
+def _plugin_shard(raw: str) -> Any:
+    from openprogram_testing.report.pytest_plugin import _shard
+
+    return _shard(raw)
