@@ -181,7 +181,7 @@ def _shard(raw: Any, source: str) -> Shard | None:
         raise RecordsError(source, "'shard' is not an object")
     index, count, suite, files = (raw.get(k) for k in ("index", "count", "suite", "files"))
     problem = shard_count_problem(index, count)
-    if problem is not None:
+    if problem is not None or not isinstance(index, int) or not isinstance(count, int):
         raise RecordsError(source, f"'shard' {problem}")
     if not isinstance(suite, str) or type(files) is not int or files < 0:
         raise RecordsError(source, "'shard' lacks its suite fingerprint or file count")
