@@ -76,9 +76,9 @@ class Approx:
     __slots__ = ("abs", "rel", "value")
 
     def __init__(self, value: float, *, abs: float = 0.0, rel: float = 0.0) -> None:
-        if not all(_is_number(v) for v in (value, abs, rel)) or abs < 0 or rel < 0:
-            raise ValueError(f"approx needs numbers and tolerances >= 0, got {value!r}")
-        self.value, self.abs, self.rel = float(value), float(abs), float(rel)
+        self.value = _finite(value, "the value ($approx)", negative=True)
+        self.abs = _finite(abs, "the tolerance abs ($abs)", negative=False)
+        self.rel = _finite(rel, "the tolerance rel ($rel)", negative=False)
 
     def __call__(self, actual: Any) -> bool:
         if not _is_number(actual):
@@ -94,6 +94,34 @@ class Approx:
         return f"approx({self.value:g}, abs={self.abs:g}, rel={self.rel:g})"
 
 
+def _finite(value: Any, what: str, *, negative: bool) -> float:
+    """``value`` as a float, or the ``ValueError`` naming ``what`` and the value given: a
+    bool, text, a list, NaN, infinity, a number too large for a float, or (for a tolerance) a
+    negative number is refused."""
+    bound = "" if negative else " >= 0"
+    problem = f"approx: {what} must be a finite number{bound}, got {_shown(value)}"
+    if not _is_number(value):
+        raise ValueError(problem)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(problem + " (too large for a float)") from None
+    if not math.isfinite(number) or (not negative and number < 0):
+        raise ValueError(problem)
+    return number
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, short: an integer too long to print (past Python's digit limit) is
+    described, and a long text is clipped."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    try:
+        return _clip(repr(value), 80)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__} too large to show"
+
+
 class Matches:
     """A string the regular expression ``pattern`` finds a match in (``search``); YAML:
     ``{$regex: "^Os"}``.  A pattern given as text runs on the ``regex`` engine when it is
@@ -103,6 +131,11 @@ class Matches:
     __slots__ = ("pattern", "text")
 
     def __init__(self, pattern: str | re.Pattern[str]) -> None:
+        text_pattern = isinstance(pattern, re.Pattern) and isinstance(pattern.pattern, str)
+        if not (isinstance(pattern, str) or text_pattern):
+            raise ValueError(  # not a pattern at all: say so, not what compiling it raised
+                f"a regular expression ($regex) must be text, got {_shown(pattern)}"
+            )
         self.text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
         try:
             if isinstance(pattern, re.Pattern):

@@ -6,6 +6,7 @@ a value with ``$`` keys as written, and fails when the run's value differs."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 
 from openprogram import function
 from openprogram_testing import (
+    Approx,
+    Matches,
     ScriptedProvider,
     SteeringSchedule,
     TrajectoryMismatch,
@@ -188,3 +191,49 @@ def test_a_recorded_call_with_dollar_keys_is_an_expectation_as_written(tmp_path:
     calls = expectations(trace)["trajectory"]["calls"]
     assert calls == [{"name": "save", "args": {"$literal": {"doc": doc}}}]
     assert_trajectory(trace, calls)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (
+            {"$approx": 240, "$abs": -1},
+            "the tolerance abs ($abs) must be a finite number >= 0, got -1",
+        ),
+        (
+            {"$approx": 240, "$abs": "1"},
+            "the tolerance abs ($abs) must be a finite number >= 0, got '1'",
+        ),
+        (
+            {"$approx": 240, "$rel": [1]},
+            "the tolerance rel ($rel) must be a finite number >= 0, got [1]",
+        ),
+        ({"$approx": 240, "$rel": float("nan")}, "got nan"),
+        ({"$approx": "240"}, "the value ($approx) must be a finite number, got '240'"),
+        ({"$approx": True}, "the value ($approx) must be a finite number, got True"),
+        ({"$approx": float("inf")}, "the value ($approx) must be a finite number, got inf"),
+        ({"$regex": ["^OA"]}, "a regular expression ($regex) must be text, got ['^OA']"),
+        ({"$regex": 5}, "a regular expression ($regex) must be text, got 5"),
+    ],
+)
+def test_a_bad_tolerance_or_pattern_names_the_bad_value(value: Any, says: str) -> None:
+    with pytest.raises(MatcherError) as info:
+        assert_trajectory(BOOKED, [("book", {"price": value})], args="subset")
+    message = str(info.value)
+    assert message == f"expected[0].args.price: approx: {says}" or says in message, message
+    assert "240," not in message.replace("$approx: 240,", "") and "unhashable" not in message
+    with pytest.raises(ValueError, match=re.escape(says)):
+        if "$regex" in value:
+            Matches(value["$regex"])
+        else:
+            _approx(value)
+
+
+def _approx(value: dict[str, Any]) -> Approx:
+    return Approx(value["$approx"], abs=value.get("$abs", 0.0), rel=value.get("$rel", 0.0))
+
+
+def test_a_good_tolerance_still_judges() -> None:
+    assert_trajectory(BOOKED, [("book", {"price": {"$approx": 239, "$abs": 1}})], args="subset")
+    with pytest.raises(TrajectoryMismatch, match="does not fit approx"):
+        assert_trajectory(BOOKED, [("book", {"price": {"$approx": 238, "$abs": 1}})], args="subset")

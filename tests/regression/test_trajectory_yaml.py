@@ -88,7 +88,10 @@ def test_each_mode_passes_the_right_run_and_fails_the_wrong_one(
         ("    mode: loose\n    calls: []\n", "mode"),
         ("    args: fuzzy\n    calls: []\n", "args"),
         ("    calls: [{name: search, args: {to: {$regex: '('}}}]\n", "invalid regular expression"),
-        ("    calls: [{name: search, args: {to: {$approx: x}}}]\n", "approx needs numbers"),
+        (
+            "    calls: [{name: search, args: {to: {$approx: x}}}]\n",
+            "($approx) must be a finite number, got 'x'",
+        ),
         ("    calls: [{name: search, arguments: {}}]\n", "arguments"),
         ("    mode: strict\n", "calls"),
     ],

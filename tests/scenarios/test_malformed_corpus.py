@@ -31,6 +31,7 @@ CATEGORIES = (
     "index",
     "event",
     "import",
+    "matcher",
 )
 
 
