@@ -38,11 +38,13 @@ def scaffold(
 ) -> None:
     """Write a scenario that replays CASSETTE (a recording, or a run of an HTML report or of a
     run record JSON file) and expects what the recorded run did."""
-    from .scenarios.scaffold import ScaffoldError, scaffold_cassette
+    from .scenarios.scaffold import ScaffoldError, scaffold_cassette, scaffold_target
     from .scenarios.scaffold_record import scaffold_record
 
-    if out_file.exists() and not force:
-        raise UsageProblem(f"{out_file} exists; pass --force to overwrite it")
+    try:  # before anything is read: a refused target leaves nothing behind
+        scaffold_target(out_file, cassette, force=force)
+    except ScaffoldError as exc:
+        raise UsageProblem(str(exc)) from None
     from_report = cassette.suffix.lower() in (".html", ".htm", ".json")
     if not from_report and (test is not None or run is not None):
         raise UsageProblem("--test and --run pick a run of an HTML report or a run record JSON")

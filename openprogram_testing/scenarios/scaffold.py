@@ -6,8 +6,9 @@ parsers): the prompt and system prompt of the first request, the tools it offere
 tool results the recorded agent sent back, which become the stub tools' answers.  It replays
 the recording through the real adapter with those stubs, then writes the expectations from
 that replay: the trajectory (strict, exact arguments), termination, model calls, final text
-(or error text) and the usage as budgets.  The file is loaded and run again before it is
-kept, so what is written validates and passes as written; the user loosens it from there
+(or error text) and the usage as budgets.  The text is validated and run again, as the file
+it will be, before it is written (once, atomically), so what is written validates and passes
+as written; the user loosens it from there
 (``trajectory.mode``, ``trajectory.args``).
 
 Body matching is relaxed (``match_body: false``): the stubs answer with the recorded results,
@@ -224,35 +225,72 @@ def scaffold_cassette(
 ) -> Any:
     """Write the scenario of ``cassette`` to ``out`` and return its passing ``ScenarioResult``.
     ``agent`` (``module:attr``) offers the user's real tools instead of stubs; ``root``
-    confines the cassette path as for ``load_scenario``.  Raises ``ScaffoldError`` (nothing is
-    left at ``out``) when the recording cannot become a passing scenario."""
-    cassette, out = Path(cassette), Path(out)
+    confines the cassette path as for ``load_scenario``.  Raises ``ScaffoldError`` when
+    ``out`` may not be written (``scaffold_target``) or the recording cannot become a passing
+    scenario; the file is written once, atomically, after the scenario passed as written, so a
+    refusal leaves ``out`` as it was."""
+    cassette = Path(cassette)
+    out = scaffold_target(out, cassette)
     recorded = _read(cassette)
-    reference = os.path.relpath(cassette.resolve(), out.resolve().parent)
+    reference = os.path.relpath(cassette.resolve(), out.parent)
     data = draft(recorded, Path(reference).as_posix(), agent)
-    existed = out.exists()
-    try:
-        first = write_and_run(out, to_yaml(data, str(cassette)), root, check=False)
-        data["cassette"]["allow_unplayed"] = first.trace.model_calls < recorded.count
-        data["expect"] = expectations(first.trace)
-        result = write_and_run(out, to_yaml(data, str(cassette)), root, check=True)
-    except BaseException:
-        if not existed:
-            out.unlink(missing_ok=True)
-        raise
+    first = run_draft(out, to_yaml(data, str(cassette)), root, check=False)
+    data["cassette"]["allow_unplayed"] = first.trace.model_calls < recorded.count
+    data["expect"] = expectations(first.trace)
+    text = to_yaml(data, str(cassette))
+    result = run_draft(out, text, root, check=True)
+    write_atomically(out, text)
     return result
 
 
-def write_and_run(out: Path, text: str, root: Any, check: bool) -> Any:
-    """Write the scenario ``text`` to ``out``, load it and run it; a file that does not
-    validate, or (with ``check``) a run that does not pass, is a ``ScaffoldError``.  Shared by
-    the cassette and the run-record scaffolds."""
-    from . import ScenarioError, load_scenario, run_scenario
+def scaffold_target(out: str | Path, source: str | Path, *, force: bool = True) -> Path:
+    """Where the scenario of ``source`` may be written: ``out`` resolved, checked before
+    anything is read or written.  A ``ScaffoldError`` (a usage error on the command line) for
+    a name the system cannot take, a directory, an existing file without ``force``, a link
+    that leads out of the project (``paths.writable_target``), and ``source`` itself (the
+    recording would be lost)."""
+    from ..paths import OutsideProject, writable_target
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    out, source = Path(out), Path(source)
     try:
-        scenario = load_scenario(out, root=root)
+        status = os.lstat(out)
+    except FileNotFoundError:
+        status = None
+    except OSError as exc:  # a name too long, a file where a folder should be, ...
+        raise ScaffoldError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if os.path.isdir(out):
+        raise ScaffoldError(f"{out} is a directory: --out names the scenario file to write")
+    try:
+        target = writable_target(out, "the scenario file")
+    except OutsideProject as exc:
+        raise ScaffoldError(str(exc)) from None
+    except OSError as exc:
+        raise ScaffoldError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if status is not None and not force:
+        raise ScaffoldError(f"{out} exists; pass --force to overwrite it")
+    if target == source.resolve() or (status is not None and _same_file(out, source)):
+        raise ScaffoldError(
+            f"{out} is the recording the scenario is made from: writing it would destroy it"
+        )
+    return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def run_draft(out: Path, text: str, root: Any, check: bool) -> Any:
+    """Validate the scenario ``text`` as the file ``out`` (relative paths read from its folder;
+    nothing is written) and run it; a file that would not validate, or (with ``check``) a run
+    that does not pass, is a ``ScaffoldError``.  Shared by the cassette and the run-record
+    scaffolds."""
+    from . import ScenarioError, parse_scenario, run_scenario
+
+    try:
+        scenario = parse_scenario(text, out, root=root)
     except ScenarioError as exc:
         raise ScaffoldError(f"the scaffolded scenario does not validate:\n{exc}") from None
     result = run_scenario(scenario)
@@ -262,4 +300,47 @@ def write_and_run(out: Path, text: str, root: Any, check: bool) -> Any:
     return result
 
 
-__all__ = ["HEADER", "ScaffoldError", "draft", "expectations", "scaffold_cassette", "to_yaml"]
+def write_atomically(out: Path, text: str) -> None:
+    """Write ``text`` to ``out`` all at once: into a temporary file beside it, then renamed over
+    it, so a reader (or a crash) sees the old file or the new one, never a part.  Folders made
+    for it are removed again when the write fails."""
+    import tempfile
+
+    made: list[Path] = []
+    folder = out.parent
+    while not folder.exists():
+        made.append(folder)
+        folder = folder.parent
+    temporary: str | None = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=out.parent, prefix=".scaffold-", suffix=".tmp", delete=False
+        ) as handle:
+            temporary = handle.name
+            handle.write(text)
+        os.replace(temporary, out)
+    except BaseException as exc:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        for folder in made:  # deepest first; only what this write made, and only if empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        if isinstance(exc, OSError):
+            raise ScaffoldError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise
+
+
+__all__ = [
+    "HEADER",
+    "ScaffoldError",
+    "draft",
+    "expectations",
+    "run_draft",
+    "scaffold_cassette",
+    "scaffold_target",
+    "to_yaml",
+    "write_atomically",
+]

@@ -26,7 +26,7 @@ from typing import Any
 from openprogram.texts import tool_not_found_text
 
 from ..matchers import as_written
-from .scaffold import ScaffoldError, to_yaml, write_and_run
+from .scaffold import ScaffoldError, run_draft, scaffold_target, to_yaml, write_atomically
 
 HEADER = (
     "# Scaffolded by `openprogram-testing scaffold` from {source}.\n"
@@ -323,19 +323,16 @@ def scaffold_record(
     root: str | Path | None = None,
 ) -> Any:
     """Write the scenario of a recorded run (see the module docstring) to ``out`` and return its
-    passing ``ScenarioResult``.  Raises ``ScaffoldError`` (nothing is left at ``out``) when the
-    record cannot be read, picked or replayed as a passing scenario."""
+    passing ``ScenarioResult``.  Raises ``ScaffoldError`` (``out`` left as it was) when ``out``
+    may not be written (``scaffold.scaffold_target``) or the record cannot be read, picked or
+    replayed as a passing scenario."""
+    out = scaffold_target(out, source)
     record, label = load_record(source, test=test, run=run)
     label = f"{label} ({Path(source).name})" if not label.endswith(Path(source).name) else label
     data = scenario_from_record(record)
-    out = Path(out)
-    existed = out.exists()
-    try:
-        result = write_and_run(out, to_yaml(data, label, HEADER), root, check=True)
-    except BaseException:
-        if not existed:
-            out.unlink(missing_ok=True)
-        raise
+    text = to_yaml(data, label, HEADER)
+    result = run_draft(out, text, root, check=True)
+    write_atomically(out, text)
     return result
 
 

@@ -146,3 +146,108 @@ def test_a_source_name_cannot_end_the_header_comment(source: str) -> None:
     text = to_yaml({"prompt": "hi"}, source)
     assert yaml.safe_load(text) == {"prompt": "hi"}
     assert text.splitlines()[0].startswith("# Scaffolded by")
+
+
+def _refused_record(project: Path) -> Path:
+    """A run record whose scenario is refused only after it ran (its final text was edited):
+    the draft existed before the refusal."""
+    import json
+
+    from openprogram_testing import ScriptedProvider, run_loop_sync
+    from openprogram_testing.report.record import trace_record
+
+    record = trace_record(run_loop_sync(ScriptedProvider(["hello"]), "hi"))
+    record["final_text"] = "something else"
+    source = project / "run.json"
+    source.write_text(json.dumps(record), encoding="utf-8")
+    return source
+
+
+def test_a_refused_scaffold_leaves_the_target_and_its_folders_as_they_were(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    _refused_record(project)
+    keep = project / "scenario_keep.yaml"
+    keep.write_text("# mine\n", encoding="utf-8")
+    assert main(["scaffold", "run.json", "--out", "scenario_keep.yaml", "--force"]) == 2
+    assert "final_text" in capsys.readouterr().err
+    assert keep.read_text(encoding="utf-8") == "# mine\n"  # not the draft
+    assert main(["scaffold", "run.json", "--out", "new/deeper/scenario_x.yaml"]) == 2
+    assert not (project / "new").exists()  # no empty folders left
+    assert sorted(p.name for p in project.iterdir()) == [
+        "pyproject.toml",
+        "run.json",
+        "scenario_keep.yaml",
+        "weather.yaml",
+    ]  # no temporary file either
+    assert main(["scaffold", "weather.yaml", "--out", "new/deeper/scenario_w.yaml"]) == 0
+    assert [p.name for p in (project / "new" / "deeper").iterdir()] == ["scenario_w.yaml"]
+
+
+@pytest.mark.parametrize("spelling", ["weather.yaml", "./weather.yaml", "link.yaml"])
+def test_the_source_itself_is_never_the_target(
+    project: Path,
+    spelling: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(project)
+    (project / "link.yaml").symlink_to(project / "weather.yaml")
+    recording = (project / "weather.yaml").read_bytes()
+    assert main(["scaffold", "weather.yaml", "--out", spelling, "--force"]) == 2
+    assert "is the recording the scenario is made from" in capsys.readouterr().err
+    assert (project / "weather.yaml").read_bytes() == recording
+    with pytest.raises(ScaffoldError, match="is the recording"):
+        scaffold_cassette(project / "weather.yaml", project / spelling)
+    assert (project / "weather.yaml").read_bytes() == recording
+
+
+def test_a_link_out_of_the_project_is_never_written_through(
+    project: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(project)
+    outside = tmp_path_factory.mktemp("outside")
+    (project / "tests").mkdir()
+    (project / "tests" / "dangling.yaml").symlink_to(outside / "created.yaml")
+    assert main(["scaffold", "weather.yaml", "--out", "tests/dangling.yaml"]) == 2
+    assert "leads outside the project" in capsys.readouterr().err
+    assert not (outside / "created.yaml").exists()
+    (outside / "theirs.yaml").write_text("theirs\n", encoding="utf-8")
+    (project / "tests" / "existing.yaml").symlink_to(outside / "theirs.yaml")
+    assert main(["scaffold", "weather.yaml", "--out", "tests/existing.yaml", "--force"]) == 2
+    assert "leads outside the project" in capsys.readouterr().err
+    assert (outside / "theirs.yaml").read_text(encoding="utf-8") == "theirs\n"
+    (project / "linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ScaffoldError, match="leads outside the project"):
+        scaffold_cassette(project / "weather.yaml", project / "linked" / "scenario.yaml")
+    assert sorted(p.name for p in outside.iterdir()) == ["theirs.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [("folder", "is a directory"), ("x" * 300 + ".yaml", "cannot write"), ("run.json/x", "")],
+)
+def test_an_out_the_system_cannot_take_is_a_usage_error(
+    project: Path,
+    out: str,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(project)
+    (project / "folder").mkdir()
+    (project / "run.json").write_text("{}", encoding="utf-8")
+    for force in ([], ["--force"]):
+        assert main(["scaffold", "weather.yaml", "--out", out, *force]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err
+    assert sorted(p.name for p in project.iterdir()) == [
+        "folder",
+        "pyproject.toml",
+        "run.json",
+        "weather.yaml",
+    ]
