@@ -111,15 +111,15 @@ def _finite(value: Any, what: str, *, negative: bool) -> float:
     return number
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, limit: int = 80) -> str:
     """``repr(value)``, short: an integer too long to print (past Python's digit limit) is
     described, and a long text is clipped."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
     try:
-        return _clip(repr(value), 80)
+        return _clip(repr(value), limit)
     except (ValueError, RecursionError):
-        return f"a {type(value).__name__} too large to show"
+        return f"a {type(value).__name__} too deep or too large to show"
 
 
 class Matches:
@@ -194,7 +194,7 @@ class MatcherError(ValueError):
         self.operator = operator
 
 
-_Where: TypeAlias = "tuple[_Where, str | int] | None"
+_Where: TypeAlias = "tuple[_Where, str] | None"
 """A place in a value, as a chain (parent, key): the text is built only when a message needs it
 (paths of a deep value cost nothing until one is shown)."""
 
@@ -203,8 +203,16 @@ def _where_text(root: str, where: _Where) -> str:
     parts: list[str] = []
     while where is not None:
         where, step = where
-        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
-    return root + "".join(reversed(parts))
+        parts.append(step)
+    parts.reverse()
+    if len(parts) > PATH_SHOWN:  # a value thousands deep: its path's ends say where
+        hidden = len(parts) - PATH_SHOWN
+        parts[PATH_SHOWN // 2 : -PATH_SHOWN // 2] = [f"...({hidden} levels)..."]
+    return root + "".join(parts)
+
+
+PATH_SHOWN = 40
+"""How many steps of a path a message shows (the first and the last half)."""
 
 
 def value_matcher(value: Any, *, path: str = "args") -> Any:
@@ -229,10 +237,14 @@ def value_matcher(value: Any, *, path: str = "args") -> Any:
                 converted = _operator(item, operators, path, where)
             else:
                 converted = dict.fromkeys(item)
-                todo.extend((v, converted, k, (where, k)) for k, v in reversed(list(item.items())))
+                todo.extend(
+                    (v, converted, k, (where, f".{k}")) for k, v in reversed(list(item.items()))
+                )
         elif isinstance(item, list | tuple):
             converted = [None] * len(item)
-            todo.extend((v, converted, i, (where, i)) for i, v in reversed(list(enumerate(item))))
+            todo.extend(
+                (v, converted, i, (where, f"[{i}]")) for i, v in reversed(list(enumerate(item)))
+            )
         else:
             converted = item
         parent[slot] = converted
@@ -293,6 +305,21 @@ def _near(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def arguments_matcher(args: Mapping[str, Any], *, path: str = "args") -> dict[str, Any]:
+    """Expected arguments as they are compared (``value_matcher``): a mapping of argument names.
+    A matcher standing for the whole arguments (``{$regex: ...}``) is a ``MatcherError``: the
+    arguments are an object, so it could only fail, or break ``subset``; it goes under an
+    argument's name."""
+    compiled = value_matcher(args, path=path)
+    if not isinstance(compiled, Mapping):
+        raise MatcherError(
+            path,
+            f"the arguments are a mapping of argument names, got the matcher {_clip(_json(args))}:"
+            " put it under an argument's name ({city: {$regex: ...}})",
+        )
+    return dict(compiled)
+
+
 def as_written(value: Any) -> Any:
     """An expectation that ``value`` (arguments a run made, a recorded call's) is compared as
     written: ``{$literal: value}`` when a ``$`` key is inside it, else ``value`` itself (kept
@@ -312,37 +339,57 @@ def as_written(value: Any) -> Any:
 
 def value_difference(want: Any, got: Any, path: str) -> str | None:
     """The first place ``got`` does not fit ``want`` (``path: expected ..., got ...``), else
-    ``None``.  Mappings need the same keys, lists the same length."""
-    if isinstance(want, Approx | Matches) or (callable(want) and not isinstance(want, type)):
-        return None if want(got) else f"{path}: {got!r} does not fit {callable_name(want)}"
-    if isinstance(want, Mapping):
-        if not isinstance(got, Mapping):
-            return f"{path}: expected an object, got {_clip(_json(got))}"
-        for key in want:
-            if key not in got:
-                return f"{path}.{key}: missing (expected {_clip(_json(want[key]))})"
-            found = value_difference(want[key], got[key], f"{path}.{key}")
-            if found:
-                return found
-        extra = [k for k in got if k not in want]
-        return (
-            f"{path}.{extra[0]}: not expected (got {_clip(_json(got[extra[0]]))})"
-            if extra
-            else None
-        )
-    if isinstance(want, list):
-        if not isinstance(got, list):
-            return f"{path}: expected a list, got {_clip(_json(got))}"
-        for i, (w, g) in enumerate(zip(want, got, strict=False)):
-            found = value_difference(w, g, f"{path}[{i}]")
-            if found:
-                return found
-        if len(want) != len(got):
-            return f"{path}: expected {len(want)} item(s), got {len(got)}"
-        return None
-    if isinstance(want, bool) != isinstance(got, bool) or not want == got:
-        return f"{path}: expected {_clip(_json(want))}, got {_clip(_json(got))}"
+    ``None``.  Mappings need the same keys, lists the same length.  Any depth: the walk keeps
+    its own stack, in the order a recursive walk would report (a key's value before the next
+    key, extra keys and a length after the items)."""
+    todo: list[tuple[Any, Any, _Where] | str] = [(want, got, None)]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):  # a difference found when the container was opened
+            return item
+        w, g, where = item
+        if isinstance(w, Approx | Matches) or (callable(w) and not isinstance(w, type)):
+            if not w(g):
+                return (
+                    f"{_where_text(path, where)}: {_shown(g, 120)} does not fit {callable_name(w)}"
+                )
+        elif isinstance(w, Mapping):
+            if not isinstance(g, Mapping):
+                return f"{_where_text(path, where)}: expected an object, got {_clip(_json(g))}"
+            extra = [k for k in g if k not in w]
+            if extra:
+                todo.append(
+                    f"{_where_text(path, (where, f'.{extra[0]}'))}: not expected "
+                    f"(got {_clip(_json(g[extra[0]]))})"
+                )
+            for key in reversed(list(w)):
+                if key in g:
+                    todo.append((w[key], g[key], (where, f".{key}")))
+                else:
+                    todo.append(
+                        f"{_where_text(path, (where, '.' + str(key)))}: missing "
+                        f"(expected {_clip(_json(w[key]))})"
+                    )
+        elif isinstance(w, list):
+            if not isinstance(g, list):
+                return f"{_where_text(path, where)}: expected a list, got {_clip(_json(g))}"
+            if len(w) != len(g):
+                todo.append(f"{_where_text(path, where)}: expected {len(w)} item(s), got {len(g)}")
+            todo.extend(
+                (w[i], g[i], (where, f"[{i}]")) for i in reversed(range(min(len(w), len(g))))
+            )
+        elif isinstance(w, bool) != isinstance(g, bool) or not _equal(w, g):
+            return f"{_where_text(path, where)}: expected {_clip(_json(w))}, got {_clip(_json(g))}"
     return None
+
+
+def _equal(want: Any, got: Any) -> bool:
+    """``want == got``; a comparison that cannot finish (two values nested past the recursion
+    limit, an ``__eq__`` that raises) is not equal."""
+    try:
+        return bool(want == got)
+    except (RecursionError, ValueError, TypeError):
+        return False
 
 
 def arguments_difference(expected: ExpectedCall, made: MadeCall, check: ArgCheck) -> str | None:
@@ -358,7 +405,7 @@ def arguments_difference(expected: ExpectedCall, made: MadeCall, check: ArgCheck
     if callable(check):
         ok = call_check(check, expected.args, made.arguments)
         return None if ok else f"args: rejected by {callable_name(check)}"
-    want = value_matcher(expected.args)
+    want = arguments_matcher(expected.args)
     if check == "subset":
         for key, value in want.items():
             if key not in made.arguments:
@@ -404,9 +451,15 @@ def expected_calls(expected: Sequence[Any]) -> list[ExpectedCall]:
 
 
 def _args(k: int, args: Any) -> Any:
+    if isinstance(args, Approx | Matches):
+        raise MatcherError(
+            f"expected[{k}].args",
+            f"the arguments are a mapping of argument names, got the matcher {args!r}: put it "
+            "under an argument's name ({'city': Matches(...)})",
+        )
     if args is None or callable(args) or isinstance(args, Mapping):
         if isinstance(args, Mapping):
-            value_matcher(args, path=f"expected[{k}].args")  # a bad matcher fails here, placed
+            arguments_matcher(args, path=f"expected[{k}].args")  # a bad matcher fails here
         return args
     raise ValueError(f"expected[{k}].args must be a mapping or a callable, got {args!r}")
 
@@ -419,7 +472,7 @@ def _json(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
-        return repr(value)
+        return _shown(value)
 
 
 def _clip(text: str, limit: int = 120) -> str:
@@ -445,6 +498,7 @@ __all__ = [
     "MatcherError",
     "Matches",
     "arguments_difference",
+    "arguments_matcher",
     "as_written",
     "call_check",
     "callable_name",

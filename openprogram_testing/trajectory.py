@@ -217,26 +217,35 @@ class _Pairing:
 
 
 def _key(args: Any) -> str:
+    """The JSON an exact plain entry is looked up by; a value that has none (nested past the
+    recursion limit, an integer past the digit limit) gets a key of its own, equal to no other,
+    and is compared by ``arguments_difference`` instead."""
     try:
         return json.dumps(args, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        return repr(args)
+        return f"\x00{id(args)}"
 
 
 def _is_plain(value: Any) -> bool:
     """JSON data with no matcher in it (a plain entry is found by its JSON; a ``$`` key is an
-    operator, ``$literal`` included)."""
-    if isinstance(value, Mapping):
-        return all(
-            isinstance(k, str) and not k.startswith("$") and _is_plain(v) for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return all(_is_plain(v) for v in value)
-    return (
-        value is None
-        or isinstance(value, str | int | bool)
-        or (isinstance(value, float) and math.isfinite(value))
-    )
+    operator, ``$literal`` included).  Any depth: the walk keeps its own stack."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, Mapping):
+            for k, v in item.items():
+                if not isinstance(k, str) or k.startswith("$"):
+                    return False
+                todo.append(v)
+        elif isinstance(item, list):
+            todo.extend(item)
+        elif not (
+            item is None
+            or isinstance(item, str | int | bool)
+            or (isinstance(item, float) and math.isfinite(item))
+        ):
+            return False
+    return True
 
 
 # -- the assertion ----------------------------------------------------------------------------

@@ -275,7 +275,7 @@ def budget_problems(
         raise ValueError("give at least one budget (" + ", ".join(BUDGETS) + ")")
     for name, value in given.items():
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if not ok or math.isnan(value) or value < 0:
+        if not ok or value != value or value < 0:  # NaN; an int past float range is fine
             raise ValueError(f"{name} must be a number >= 0, got {value!r}")
     if "max_cost" in given and prices is None:
         raise ValueError("max_cost needs prices= (a price table per model; none is bundled)")

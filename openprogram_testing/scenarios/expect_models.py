@@ -31,9 +31,9 @@ class TrajectoryCall(_Strict):
     @model_validator(mode="after")
     def _matchers_compile(self) -> TrajectoryCall:
         if self.args is not None:
-            from ..matchers import value_matcher
+            from ..matchers import arguments_matcher
 
-            value_matcher(self.args)  # a bad or unknown $ operator is a load error, placed here
+            arguments_matcher(self.args)  # a bad or unknown $ operator is a load error, placed here
         return self
 
 

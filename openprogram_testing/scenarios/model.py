@@ -387,9 +387,9 @@ class WhenDef(_Strict):
     @classmethod
     def _matchers(cls, args: dict[str, Any] | None) -> dict[str, Any] | None:
         if args is not None:
-            from ..matchers import value_matcher
+            from ..matchers import arguments_matcher
 
-            value_matcher(args)  # a bad pattern, tolerance or operator fails here, positioned
+            arguments_matcher(args)  # a bad pattern, tolerance or operator fails here, positioned
         return args
 
 
