@@ -102,12 +102,14 @@ def annotate_in_flight(kind: str, text: str) -> bool:
 @dataclass(slots=True)
 class HttpExchange:
     """One HTTP request a client sent and the answer it got, as the layer serving it saw it:
-    the provider emulator (``source="emulator"``, the answer as planned) or a cassette replaying
-    a recording (``source="cassette"``, the recorded request that matched and the answer sent).
+    the provider emulator (``source="emulator"``, the answer as planned), a cassette replaying
+    a recording (``source="cassette"``, the recorded request that matched and the answer sent)
+    or a cassette's fallback script (``source="script"``, the request the recording could not
+    answer and the scripted turn sent instead).
     Bodies are what was on the wire (bytes, text, or the parsed JSON value); nothing here is
     redacted yet: whoever stores an exchange redacts it as a cassette is."""
 
-    source: Literal["emulator", "cassette"]
+    source: Literal["emulator", "cassette", "script"]
     index: int
     method: str
     url: str

@@ -8,14 +8,17 @@ real adapter parses it as it would a provider's answer.
 
 Never silent: every answer served from the script is noted on the run being traced (kind
 ``script``: the timeline, the trace snapshot and the HTML report show it), listed in
-``CassetteSession.served_from_script``, and fallback turns never used fail the cassette at exit
-as unplayed interactions do: a fallback that answered nothing did not test what it was there
-for.  Off by default: without it an unmatched request stays a loud failure.
+``CassetteSession.served_from_script``, announced to the traffic observers as an exchange of
+source ``script``, and fallback turns never used fail the cassette at exit as unplayed
+interactions do: a fallback that answered nothing did not test what it was there for.  Off by
+default: without it an unmatched request stays a loud failure.  The turns are planned by an
+emulator that never listens (no socket), so nothing here reads its address.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,7 +44,7 @@ class ScriptFallback:
     def serve(self, request: Any, why: str) -> dict[str, Any]:
         """Answer ``request`` (vcrpy's) from the next turn, as a served response dict (the
         shape ``CassetteSession.serve`` returns), and note it on the traced run."""
-        from ..recording import annotate
+        from ..recording import HttpExchange, annotate, announce_exchange, exchanges_wanted
 
         parts = urlsplit(str(request.uri))
         target = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -56,7 +59,23 @@ class ScriptFallback:
         )
         self.served.append(mark)
         annotate(SERVED_FROM_SCRIPT, mark)
-        return served(plan)
+        answer = served(plan)
+        if exchanges_wanted():  # the HTML report shows the traffic of any client
+            announce_exchange(
+                HttpExchange(
+                    "script",
+                    turn,
+                    str(request.method),
+                    str(request.uri),
+                    time.monotonic(),
+                    headers,
+                    raw,
+                    plan.status if plan.kind != "drop" else None,
+                    {k: ", ".join(v) for k, v in answer["headers"].items()},
+                    answer["body"]["string"],
+                )
+            )
+        return answer
 
     def problem(self) -> str | None:
         """What is wrong with the fallback at the end (a request it could not answer, turns

@@ -303,7 +303,15 @@ class ProviderEmulator:
 
     # -- serving (called from handler threads) ----------------------------------------------
     def plan(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Plan:
-        """Record one request and decide its answer."""
+        """Record one request and decide its answer.  Nothing is announced here: whoever sends
+        the answer announces the exchange (this emulator's socket, or a cassette's fallback
+        that plans its turns with an emulator that never listens), so planning needs no
+        server and an observer of the traffic cannot make planning fail."""
+        return self._recorded_plan(method, target, headers, raw)[1]
+
+    def _recorded_plan(
+        self, method: str, target: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[EmulatorRequest, Plan]:
         received_at = time.monotonic()
         path, _, query = target.partition("?")
         found = route(path)
@@ -322,22 +330,25 @@ class ProviderEmulator:
             plan = self._plan_record(record, found, method, query, raw)
             record.status = None if plan.kind == "drop" else plan.status
             record.response_headers = dict(plan.headers)
-        if exchanges_wanted():  # the HTML report shows the traffic of any client
-            announce_exchange(
-                HttpExchange(
-                    "emulator",
-                    record.index,
-                    method,
-                    self.base_url + target,
-                    received_at,
-                    dict(headers),
-                    record.body if record.body is not None else raw,
-                    record.status,
-                    {"content-type": plan.content_type, **plan.headers},
-                    plan.body if plan.kind != "stream" else b"".join(plan.frames),
-                )
+        return record, plan
+
+    def _announce(self, record: EmulatorRequest, target: str, raw: bytes, plan: Plan) -> None:
+        """The exchange this emulator's socket served, for the traffic observers (the HTML
+        report shows the traffic of any client)."""
+        announce_exchange(
+            HttpExchange(
+                "emulator",
+                record.index,
+                record.method,
+                self.base_url + target,
+                record.received_at,
+                dict(record.headers),
+                record.body if record.body is not None else raw,
+                record.status,
+                {"content-type": plan.content_type, **plan.headers},
+                plan.body if plan.kind != "stream" else b"".join(plan.frames),
             )
-        return plan
+        )
 
     def _plan_record(
         self, record: EmulatorRequest, found: Route | None, method: str, query: str, raw: bytes
@@ -596,13 +607,16 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             raw = self._read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
+            record: EmulatorRequest | None = None
             try:
-                plan = emulator.plan(method, self.path, headers, raw)
+                record, plan = emulator._recorded_plan(method, self.path, headers, raw)
             except Exception as exc:  # an emulator bug: answer and record it, never hang
                 log.exception("provider emulator: internal error")
                 msg = f"provider emulator internal error: {type(exc).__name__}: {exc}"
                 emulator.violations.append(EmulatorProtocolError(msg))
                 plan = error_plan(_guess(self.path.partition("?")[0]), 500, msg, "req_emu_internal")
+            if record is not None and exchanges_wanted():
+                emulator._announce(record, self.path, raw, plan)
             self._send(plan, emulator._stopping)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
             self.close_connection = True  # the client went away: nothing to answer

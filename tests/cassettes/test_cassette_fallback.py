@@ -84,3 +84,32 @@ def test_a_fallback_is_refused_when_recording_or_malformed(tmp_path: Path) -> No
         replay(tmp_path / "new.yaml", fallback="x")  # type: ignore[arg-type]
     with pytest.raises(CassetteError, match="fallback"):
         replay(tmp_path / "new.yaml", fallback=[object()])
+
+
+async def test_a_traffic_observer_sees_the_fallback_turn_and_changes_nothing(hello: Path) -> None:
+    """An exchange listener (what ``--openprogram-html``/``--records`` install) used to make the
+    fallback read the address of an emulator that never listens: the answer became
+    ``RuntimeError: the emulator is not started`` and the run failed only when observed.  Now
+    the fallback announces its own exchange (source ``script``) and the run is the same."""
+    from openprogram_testing.recording import (
+        HttpExchange,
+        add_exchange_listener,
+        remove_exchange_listener,
+    )
+
+    seen: list[HttpExchange] = []
+    add_exchange_listener(seen.append)
+    try:
+        with replay(hello, mutations=HTTP_503, fallback=["From the script."]):
+            trace = await run_loop(chat(max_retries=1), "hi")
+    finally:
+        remove_exchange_listener(seen.append)
+    assert trace.termination == "completed" and trace.final_text == "From the script."
+    assert [(x.source, x.index, x.status) for x in seen] == [
+        ("cassette", 0, 503),
+        ("script", 0, 200),
+    ]
+    script = seen[1]
+    assert script.method == "POST" and script.url.endswith("/v1/chat/completions")
+    assert b"From the script." in script.response_body
+    assert b'"messages"' in script.request_body
