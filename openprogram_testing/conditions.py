@@ -19,6 +19,7 @@ it, its messages.  ``SteeringNotFired`` is the failure for entries a run never r
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
@@ -65,6 +66,11 @@ class Condition:
         if callable(condition):
             if args is not None or nth != 1:
                 raise TypeError("args= and nth= belong to a tool name, not to a predicate")
+            if _is_async(condition):
+                raise TypeError(
+                    f"when() takes a plain function of the calls so far, got the async "
+                    f"{_name(condition)}: its coroutine would be taken for a yes; make it a def"
+                )
             return cls(predicate=condition)
         raise TypeError(f"when() takes a tool name or a predicate, got {condition!r}")
 
@@ -76,16 +82,27 @@ class Condition:
         return made.name == want.name and arguments_difference(want, made, "subset") is None
 
     def holds(self, calls: Sequence[MadeCall]) -> bool:
-        """The predicate's verdict on the calls so far; a predicate that raises is an error
-        naming it (a broken test, not a silent "no")."""
+        """The predicate's verdict on the calls so far, given as a copy (a predicate that
+        clears or edits its list leaves the schedule's record of the run whole); a predicate
+        that raises, or returns an awaitable, is an error naming it (a broken test, not a silent
+        "no", nor a coroutine taken for "yes")."""
         assert self.predicate is not None
         try:
-            return bool(self.predicate(calls))
+            verdict = self.predicate(list(calls))
         except Exception as exc:
             raise SteeringConditionError(
                 f"the steering condition {_name(self.predicate)} raised {type(exc).__name__}: "
                 f"{clip(str(exc), 200)}"
             ) from exc
+        if inspect.isawaitable(verdict):
+            if inspect.iscoroutine(verdict):
+                verdict.close()  # never awaited: closed, so no "never awaited" warning follows
+            raise SteeringConditionError(
+                f"the steering condition {_name(self.predicate)} returned an awaitable: a "
+                "condition is a plain function of the calls so far (it is judged between two "
+                "tool calls, where nothing may be awaited)"
+            )
+        return bool(verdict)
 
     def describe(self) -> str:
         if self.predicate is not None:
@@ -180,6 +197,14 @@ def calls_text(calls: Mapping[str, Sequence[MadeCall]]) -> str:
                 out.append(f"    ... {len(made) - 11} more")
             out.append(f"    {m.describe()}")
     return "\n".join(out)
+
+
+def _is_async(fn: Any) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one (a partial of either
+    is unwrapped by ``inspect``)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - the method itself, not callable()
+    )
 
 
 def _name(fn: Any) -> str:

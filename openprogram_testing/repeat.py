@@ -58,6 +58,17 @@ def summary(data: dict[str, Any]) -> str:
     )
 
 
+def _skip_reason(reports: list[Any]) -> str:
+    """Why a run was skipped or xfailed, from its reports (pytest's ``(file, line, reason)``)."""
+    for report in reports:
+        reason = getattr(report, "wasxfail", None)
+        if reason is not None:
+            return f"xfailed ({reason})" if reason else "xfailed"
+        if report.skipped and isinstance(report.longrepr, tuple):
+            return str(report.longrepr[-1])
+    return "skipped"
+
+
 class RepeatPlugin:
     """Runs marked tests ``n`` times and reports them once."""
 
@@ -84,13 +95,21 @@ class RepeatPlugin:
             # Between runs tear down the test's own fixtures and keep its parents' (a module's,
             # the session's): the parent node as "next" does that.
             following = item.parent if i < n - 1 else nextitem
-            last = runtestprotocol(item, nextitem=following, log=False)  # type: ignore[arg-type]
-            if any(r.skipped for r in last) and not any(r.failed for r in last):
-                break  # a skipped test is skipped, not repeated
-            if all(r.passed for r in last):
+            reports = runtestprotocol(item, nextitem=following, log=False)  # type: ignore[arg-type]
+            if any(r.skipped for r in reports) and not any(r.failed for r in reports):
+                if i == 0:
+                    last = reports
+                    break  # a test skipped (or xfailed) at once is skipped, not repeated
+                # Skipped or xfailed after a run that ran: a run that did not pass, never the
+                # test's verdict (a failure before it stays a failure); the reports shown are
+                # the last run's that ran.
+                failure = failure or f"run {i + 1} of {n} was skipped: {_skip_reason(reports)}"
+                continue
+            last = reports
+            if all(r.passed for r in reports):
                 passed += 1
             else:
-                failure = next((r.longreprtext for r in last if r.failed), failure)
+                failure = next((r.longreprtext for r in reports if r.failed), failure)
         else:
             data = {
                 "n": n,
@@ -116,6 +135,8 @@ class RepeatPlugin:
             return
         ok = problem is None and data["passed"] >= data["min_pass"]
         call.outcome = "passed" if ok else "failed"
+        if not ok and hasattr(call, "wasxfail"):
+            del call.wasxfail  # a failed pass rate is a failure, not an xfail or an xpass
         call.openprogram_repeat = data
         if ok:
             call.longrepr = None

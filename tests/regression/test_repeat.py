@@ -102,3 +102,67 @@ def test_the_estimates() -> None:
     assert pass_at_k(4, 2, 3) == 1.0 and pass_hat_k(4, 2, 3) == 0.0
     assert pass_at_k(5, 0, 2) == 0.0 and pass_hat_k(5, 5, 5) == 1.0
     assert pass_at_k(10, 3, 2) == pytest.approx(1 - 21 / 45)
+
+
+LATE_SKIPS = """
+import itertools
+
+import pytest
+
+COUNTERS = {name: itertools.count() for name in ("skip", "xfail", "setup", "ok")}
+
+
+@pytest.fixture
+def late_skip():
+    if next(COUNTERS["setup"]) > 0:
+        pytest.skip("no quota left")
+
+
+@pytest.mark.op_repeat(3)
+def test_fails_then_skips():
+    if next(COUNTERS["skip"]) == 0:
+        assert False, "the first run failed"
+    pytest.skip("rate limited")
+
+
+@pytest.mark.op_repeat(3)
+def test_fails_then_xfails():
+    if next(COUNTERS["xfail"]) == 0:
+        assert False, "the first run failed"
+    pytest.xfail("known flake")
+
+
+@pytest.mark.op_repeat(2)
+def test_fails_then_skips_in_setup(late_skip):
+    assert False, "the first run failed"
+
+
+@pytest.mark.op_repeat(3, min_pass=1)
+def test_passes_then_skips():
+    if next(COUNTERS["ok"]) > 0:
+        pytest.skip("rate limited")
+
+
+@pytest.mark.op_repeat(3)
+def test_skipped_at_once():
+    pytest.skip("not today")
+"""
+
+
+def test_a_skip_or_xfail_after_a_failed_run_leaves_a_failure(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_late=LATE_SKIPS)
+    result = pytester.runpytest("-rA")
+    result.assert_outcomes(passed=1, failed=3, skipped=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines_random([
+        "*test_late.py::test_fails_then_skips: 0/3 runs passed*",
+        "*test_late.py::test_fails_then_xfails: 0/3 runs passed*",
+        "*test_late.py::test_fails_then_skips_in_setup: 0/2 runs passed*",
+        "*test_late.py::test_passes_then_skips: 1/3 runs passed (33 %, min_pass 1)*",
+        "FAILED test_late.py::test_fails_then_skips*",
+        "FAILED test_late.py::test_fails_then_xfails*",
+        "FAILED test_late.py::test_fails_then_skips_in_setup*",
+        "SKIPPED*not today*",
+    ])  # fmt: skip
+    assert "XFAIL" not in result.stdout.str()
+    assert result.stdout.str().count("the first run failed") >= 3
