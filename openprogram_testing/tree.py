@@ -180,6 +180,14 @@ class _Recorder:
             self.requests[run_id] = []
             self.times[run_id] = []
             self.annotations[run_id] = []
+            parent = info.parent_id
+            if info.kind == "exec" and parent is not None and parent in self.annotations:
+                # The parent run started a nested exec here (inside its tool call): noted on
+                # it as a run_exec inside a traced tool notes it, so a run's trace alone says
+                # how many nested runs it started (``exhibited(tree.trace)``, the report).
+                self.annotations[parent].append(
+                    Annotation(len(self.events[parent]), NESTED_RUN, run_id)
+                )
         self.current = run_id
         events.append(event)
         self.times[run_id].append(time.perf_counter())  # durations in the HTML report

@@ -16,17 +16,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openprogram.events import ToolExecutionUpdate
 from openprogram.runtime import CHOOSE_TOOL
 from openprogram.texts import ABORTED_TEXT, CANCELLED_TEXT, STREAM_ENDED_TEXT
 from openprogram.types import AssistantMessage, ThinkingContent, ToolResultMessage
 
+from ..recording import NESTED_RUN
 from ..rounds import Round, ToolRun, child_traces, split_rounds
 
 if TYPE_CHECKING:
     from ..trace import LoopTrace
+    from ..tree import TraceTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +229,11 @@ def _tool_updates(trace: LoopTrace, rounds: list[Round]) -> int:
 
 
 def _nested_exec(trace: LoopTrace, rounds: list[Round]) -> int:
-    return sum(1 for _ in child_traces(trace))
+    """The nested ``exec`` runs this run's tools started, as noted on the run itself
+    (``NESTED_RUN``): by the trace-tree recorder for a run of a tree, by ``run_exec`` for a
+    tree run inside a traced tool; a run noted by both counts once).  A ``choices=`` ask is not
+    one (it is no tool's run)."""
+    return len({note.text for note in trace.annotations if note.kind == NESTED_RUN})
 
 
 def _choices_retry(trace: LoopTrace, rounds: list[Round]) -> int:
@@ -324,22 +330,28 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
 BY_NAME: dict[str, Behaviour] = {b.name: b for b in BEHAVIOURS}
 
 
-def exhibited(trace: LoopTrace) -> dict[str, int]:
-    """How often ``trace`` (and, for a trace tree, each nested run) shows each behaviour; only
-    behaviours seen at least once are listed."""
+def exhibited(subject: LoopTrace | TraceTree) -> dict[str, int]:
+    """How often a run shows each behaviour; only behaviours seen at least once are listed.
+
+    ``subject`` is a run's ``LoopTrace`` (that run alone: its ``nested_exec`` counts the nested
+    runs its tools started) or a ``TraceTree`` (that run and every run nested in it, added up,
+    as the report's record of the tree and the coverage table count them).  One reading: the
+    counts of a tree are the sums of its runs' counts."""
     counts: dict[str, int] = {}
-    _add(trace, counts)
+    _add(subject, counts)
     return counts
 
 
-def _add(trace: LoopTrace, counts: dict[str, int]) -> None:
+def _add(subject: Any, counts: dict[str, int]) -> None:
+    inner = getattr(subject, "trace", None)
+    trace = inner if inner is not None and hasattr(inner, "events") else subject
     rounds = split_rounds(trace)
     for behaviour in BEHAVIOURS:
         n = behaviour.count(trace, rounds)
         if n:
             counts[behaviour.name] = counts.get(behaviour.name, 0) + n
-    for _node, child in child_traces(trace):
-        _add(child, counts)
+    for node, child in child_traces(subject):
+        _add(node if hasattr(node, "children") else child, counts)
 
 
 __all__ = ["BEHAVIOURS", "BY_NAME", "Behaviour", "exhibited"]

@@ -185,7 +185,7 @@ def trace_record(trace: LoopTrace | TraceTree, *, label: str = "run") -> dict[st
         "cap": trace.cap,
         "steering_mode": trace.steering_mode,
         "ms": duration,
-        "behaviours": exhibited(trace),
+        "behaviours": exhibited(tree),  # a tree's record counts its nested runs too
         "rounds": [
             {
                 "index": r.index,
@@ -247,7 +247,9 @@ class RunCollector:
 
     A trace of a ``Runtime`` run (``trace.run`` set) whose parent run was collected becomes a
     nested lane of its parent's record, and what it exhibits counts for every run above it
-    (with one ``nested_exec`` per nested ``exec``).  Trace trees announce their runs parent
+    (the parent's ``nested_exec`` is read from the parent's own trace, as ``exhibited`` reads
+    it, never added here: one reading for the report, the coverage table and a caller's
+    ``exhibited(tree)``).  Trace trees announce their runs parent
     first, which is the order this relies on; a child whose parent was never seen stays a
     run of its own.  A run announced twice (by a runner, then by the test's ``capture_runs``)
     is recorded once."""
@@ -277,8 +279,6 @@ class RunCollector:
         self._parents[info.run_id] = parent_id
         self._records[parent_id]["children"].append(record)
         counts = dict(record["behaviours"])
-        if info.kind == "exec":
-            counts["nested_exec"] = counts.get("nested_exec", 0) + 1
         ancestor: str | None = parent_id
         while ancestor is not None:
             _merge(self._records[ancestor]["behaviours"], counts)
@@ -311,9 +311,7 @@ class RunCollector:
                 child["label"] = f"exec from {start.tool_name} (call {start.tool_call_id})"
                 child["call_id"] = start.tool_call_id
             record["children"].append(child)
-            counts = dict(child["behaviours"])
-            counts["nested_exec"] = counts.get("nested_exec", 0) + 1
-            _merge(record["behaviours"], counts)
+            _merge(record["behaviours"], child["behaviours"])
 
 
 def http_records(exchanges: Sequence[HttpExchange]) -> list[dict[str, Any]]:

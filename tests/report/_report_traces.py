@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram.runtime import CHOOSE_TOOL
+from openprogram_testing.recording import NESTED_RUN, Annotation
 from openprogram_testing.scripted import (
     ScriptedProvider,
     ScriptedTurn,
@@ -69,10 +70,16 @@ class Node:
 
 @dataclass
 class Tree:
-    """A trace with nested runs (``children``), the shape the report reads."""
+    """A trace with nested runs (``children``), the shape the report reads; each nested run is
+    noted on the outer trace (``NESTED_RUN``), as a real tree's recorder notes it."""
 
     inner: LoopTrace
     children: list[Node] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for i, _node in enumerate(self.children):
+            note = Annotation(len(self.inner.events), NESTED_RUN, f"run-nested-{i}")
+            self.inner.annotations.append(note)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -151,3 +151,44 @@ def test_counts_add_up_over_nested_runs_and_coverage() -> None:
     assert "parallel_batch" in text and "<- never exercised" in text
     full = Coverage.of([{b.name: 1 for b in BEHAVIOURS}])
     assert full.percent == 100.0 and not full.missing and "never exercised:" not in full.text()
+
+
+def test_a_trace_tree_and_its_runs_are_read_one_way_by_exhibited_the_report_and_coverage() -> None:
+    """``exhibited(tree)`` counts the tree (it raised ``AttributeError`` on a ``TraceTree``);
+    ``exhibited(tree.trace)`` counts the nested runs that run started (it reported none); the
+    report's record of the tree, the collector's records (what the coverage table adds up) and
+    ``exhibited`` agree, and a ``choices=`` ask is no nested ``exec``."""
+    from openprogram import Runtime
+    from openprogram_testing import add_trace_listener, remove_trace_listener, run_exec_sync
+    from openprogram_testing.report import RunCollector, trace_record
+    from openprogram_testing.scripted import ScriptedProvider
+    from tests.runtime._agents import research_agent, research_script
+
+    registry, tools = research_agent()
+    script = [*research_script((1, 2)), "I think x.", turn(call("choose", {"choice": "x"}))]
+    collector = RunCollector()
+    add_trace_listener(collector.add)
+    try:
+        tree = run_exec_sync(
+            Runtime(ScriptedProvider(script), "m", registry=registry),
+            "go",
+            tools=tools,
+            choices=["x", "y"],
+        )
+    finally:
+        remove_trace_listener(collector.add)
+    assert [node.kind for node in tree.children] == ["exec", "choices", "choices"]
+    whole = exhibited(tree)  # type: ignore[arg-type]
+    assert whole["nested_exec"] == 1 and whole["tool_round"] == 2
+    assert whole["choices_retry"] == 1
+    outer = exhibited(tree.trace)
+    assert outer["nested_exec"] == 1 and outer["tool_round"] == 1
+    assert "nested_exec" not in exhibited(tree.children[0].trace)
+    summed: dict[str, int] = {}
+    for node in tree.walk():
+        for name, n in exhibited(node.trace).items():
+            summed[name] = summed.get(name, 0) + n
+    assert whole == summed
+    (record,) = collector.runs
+    assert record["behaviours"] == whole == trace_record(tree)["behaviours"]  # type: ignore[arg-type]
+    assert Coverage.of([record["behaviours"]]).occurrences["nested_exec"] == 1
