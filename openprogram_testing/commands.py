@@ -33,6 +33,7 @@ from openprogram.providers.apis import PROVIDER_APIS, ProviderAPI
 from openprogram.texts import clip
 
 from .cassettes.files import recorded_body_text
+from .deprecated import record_provider
 from .paths import OutsideProject, writable_target
 from .scenarios import (
     SCENARIO_PATTERNS,
@@ -575,8 +576,11 @@ def record(
     out_file: Annotated[Path, typer.Option("--out", "-o", help="Cassette file to write.")],
     api: Annotated[str, typer.Option("--api", help=" | ".join(RECORDABLE))] = "openai_chat",
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", hidden=True)] = None,  # 0.1's --api
 ) -> None:
     """Record a cassette of a scenario's prompts/tools against a real provider (keys from env)."""
+    if provider is not None:  # 0.1's name of --api, until 0.3
+        api = record_provider(provider, api, RECORDABLE)
     if api not in RECORDABLE:
         raise UsageProblem(f"unknown API {api!r}; use one of {', '.join(RECORDABLE)}")
     entry = RECORDABLE[api]

@@ -38,7 +38,8 @@ the entry was built with ``required=False``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -66,6 +67,52 @@ EntryKind: TypeAlias = Literal[
     "after_tool", "after_call", "before_round", "follow_up", "when", "user"
 ]
 DeliveryKind: TypeAlias = Literal["steering", "follow_up"]
+
+
+class RunAddress(str):
+    """A run's path as ``tree[...]``, ``run=`` and ``expect.runs`` write it (``"plan/survey"``;
+    ``""`` for the outermost run): what ``TraceTree.path`` and ``LoopTrace.path`` hold.
+
+    Before 0.2.0 a run's path was the tuple of tool names (now ``steps``).  Code written then
+    compares it with a tuple, or iterates it (``"/".join(node.path)``, ``for step in ...``); as a
+    plain string both would quietly change meaning (a comparison that is just ``False``, one
+    character per "step").  Until 0.3 they keep the tuple's meaning and warn with a
+    ``DeprecationWarning`` naming ``.steps``; everything else is the string's.  The hash is the
+    string's, so the path is a key beside ``"a/b"`` (a dict keyed by the old tuples does not
+    find it).
+    """
+
+    __slots__ = ()
+
+    @property
+    def steps(self) -> RunPath:
+        """The tool names one by one (``()`` for the outermost run)."""
+        return tuple(part for part in str.split(self, "/") if part)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, tuple | list):
+            _path_deprecated(self, f"compared with {type(other).__name__} {other!r}")
+            return self.steps == tuple(other)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
+
+    def __iter__(self) -> Iterator[str]:
+        _path_deprecated(self, "iterated")
+        return iter(self.steps)
+
+
+def _path_deprecated(path: RunAddress, how: str) -> None:
+    warnings.warn(
+        f"a run's path is the string {str(path)!r} since openprogram-loop 0.2.0; it was {how} "
+        f"as the 0.1 tuple of tool names: compare it with {str(path)!r}, or use .steps "
+        f"({path.steps!r}) for the tool names (the tuple meaning ends in 0.3)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def run_path(run: RunLike) -> RunPath:

@@ -35,7 +35,7 @@ from .recording import NESTED_RUN, Annotation, annotate, announce_trace, recordi
 from .render import render_snapshot, render_timeline
 from .rounds import opening_prompts
 from .scripted import ModelRequest
-from .steering import Delivery, RunLike, RunPath, SteeringSchedule, run_path
+from .steering import Delivery, RunAddress, RunLike, RunPath, SteeringSchedule, run_path
 from .trace import LoopTrace
 
 CHOICES_STEP = ":choices"
@@ -78,11 +78,12 @@ class TraceTree:
         return self.run.kind
 
     @property
-    def path(self) -> str:
+    def path(self) -> RunAddress:
         """Where this run is, as ``tree[...]``, steering's ``run=`` and a scenario's
         ``expect.runs`` write it: the tool names that led here joined by ``/``
-        (``"plan_trip/compare_options"``; ``""`` for the root)."""
-        return self.trace.path
+        (``"plan_trip/compare_options"``; ``""`` for the root).  A ``str``; compared with a
+        tuple it answers as the 0.1 tuple did and warns (see ``RunAddress``)."""
+        return RunAddress(self.trace.path)
 
     @property
     def steps(self) -> RunPath:
@@ -322,7 +323,7 @@ def build_trees(
         if cap is None and trace.termination == "max_iterations":  # it ended at its own cap
             trace.cap = trace.model_calls
         trace.run = info
-        trace.path = "/".join(path)
+        trace.path = RunAddress("/".join(path))
         node = TraceTree(trace, info, parent=parent)
         nodes[run_id] = node
         if parent is None:

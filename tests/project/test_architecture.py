@@ -239,7 +239,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "front ends": (
         "plugin", "runners", "repeat", "report", "cli", "commands", "recording_commands",
         "shards", "strategies", "scenarios.collect", "scenarios.outcome", "scenarios.scaffold",
-        "scenarios.scaffold_record", "emulator.cli",
+        "scenarios.scaffold_record", "emulator.cli", "deprecated",
     ),
 }  # fmt: skip
 # Known exceptions, each with its reason.
