@@ -3,6 +3,7 @@ this package never imports an SDK)."""
 
 from . import guard
 from ._env import provider_from_env
+from ._http import MAX_EVENT_BYTES, UnmeteredStreamWarning, metered_transport
 from .apis import adapter_api
 from .base import Context, MessageBuilder, Provider, StreamOptions, ToolChoice
 
@@ -20,6 +21,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "MAX_EVENT_BYTES",
     "AnthropicProvider",
     "BedrockProvider",
     "Context",
@@ -30,6 +32,8 @@ __all__ = [
     "Provider",
     "StreamOptions",
     "ToolChoice",
+    "UnmeteredStreamWarning",
     "guard",
+    "metered_transport",
     "provider_from_env",
 ]

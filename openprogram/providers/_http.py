@@ -1,28 +1,31 @@
-"""What the adapters do around an SDK's HTTP responses, whatever the SDK: close everything a
-call opened, bound what an SDK may buffer while an event is incomplete, and read an error
+"""What the adapters do around an SDK's HTTP responses, whatever the SDK: bound what an SDK may
+buffer while an event is incomplete, close every response a call opened, and read an error
 body whatever its bytes.
 
-None of this reaches into an SDK's internals.  A pump task runs inside a :func:`pump_scope`,
-which records the async generators the task starts (the thread's ``firstiter`` hook, chained to
-the event loop's own) — an SDK's stream is a stack of them — and, for a streaming call, meters
-the raw bytes of every ``httpx``/``httpx2`` response the task starts reading.
+All of it goes through the HTTP libraries' documented transport API: the adapters build their SDK
+clients on a transport from :func:`metered_transport`, which wraps each response's byte stream in
+one that counts against the current pump's :class:`PumpScope` (a context variable set by
+:func:`pump_scope` in the pump task).  Nothing here touches an SDK's or an HTTP library's
+private attributes or installs an interpreter-wide hook.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import contextlib
 import contextvars
-import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import importlib
+import warnings
+from collections.abc import AsyncIterator
 from typing import Any
 
 __all__ = [
     "MAX_EVENT_BYTES",
     "EventTooLarge",
     "PumpScope",
-    "failed_response",
+    "UnmeteredStreamWarning",
+    "http_library",
+    "metered_transport",
     "pump_scope",
     "readable_text",
 ]
@@ -33,6 +36,9 @@ error: an SDK holds an incomplete event in memory, so a server that never comple
 lines without the blank line, an unbalanced ``{``) would otherwise grow it without bound.  Far
 above any real event (Gemini's largest, an inline image, is a few MiB)."""
 
+_LIBRARIES = ("httpx2", "httpx")
+"""The HTTP libraries the SDKs run on, newest first: their transport API is the same."""
+
 
 class EventTooLarge(Exception):
     """A stream sent more than ``limit`` bytes without completing an event."""
@@ -42,26 +48,42 @@ class EventTooLarge(Exception):
         self.limit = limit
 
 
+class UnmeteredStreamWarning(UserWarning):
+    """A provider with ``max_event_bytes`` streamed through an HTTP client whose transport does
+    not meter: the bound cannot hold for that client (build it on :func:`metered_transport`, or
+    pass ``max_event_bytes=None`` to say no bound is wanted)."""
+
+
 class PumpScope:
-    """What one pump task opened (``started``: async generators, oldest first) and how many raw
-    bytes it read since the SDK last delivered an item (``pending``, bounded by ``limit``)."""
+    """One pump's SDK call: the responses its requests opened (``opened``, oldest first, each
+    closed when the scope ends), the last HTTP error response (``failed``), and how many raw
+    bytes arrived since the SDK last delivered an item (``pending``, bounded by ``limit``)."""
 
-    __slots__ = ("limit", "pending", "started", "task")
+    __slots__ = ("failed", "limit", "opened", "pending")
 
-    def __init__(self, task: asyncio.Task[Any] | None, limit: int | None) -> None:
-        self.task = task
+    def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.pending = 0
-        self.started: list[AsyncGenerator[Any, Any]] = []
+        self.opened: list[Any] = []
+        self.failed: Any = None
+
+    @property
+    def metered(self) -> bool:
+        """Whether a response of this call went through a metered transport."""
+        return bool(self.opened)
 
     def delivered(self) -> None:
         """The SDK handed out an item: whatever it buffered is now an event."""
         self.pending = 0
 
     def read(self, size: int) -> None:
-        self.pending += size
+        """The SDK asks for ``size`` more bytes.  Refused once what it already holds without
+        completing an event is over the limit: checked before the piece is added, so one network
+        read holding many complete events is never cut, and a stream that never completes one
+        stops within one read of the limit."""
         if self.limit is not None and self.pending > self.limit:
             raise EventTooLarge(self.limit)
+        self.pending += size
 
 
 _SCOPE: contextvars.ContextVar[PumpScope | None] = contextvars.ContextVar(
@@ -69,101 +91,132 @@ _SCOPE: contextvars.ContextVar[PumpScope | None] = contextvars.ContextVar(
 )
 
 
-def _recording(chained: Callable[[AsyncGenerator[Any, Any]], object] | None) -> Any:
-    """A ``firstiter`` async-generator hook that records the generators a pump task starts (and
-    meters a response it starts reading), then hands every generator to the hook it replaces."""
-
-    def firstiter(agen: AsyncGenerator[Any, Any]) -> None:
-        scope = _SCOPE.get()
-        if scope is not None and scope.task is asyncio.current_task():
-            scope.started.append(agen)
-            if scope.limit is not None and _code_name(agen) == "aiter_raw":
-                frame = getattr(agen, "ag_frame", None)
-                _meter(frame.f_locals.get("self") if frame is not None else None, scope)
-        if chained is not None:
-            chained(agen)
-
-    firstiter.openprogram_recording = True  # type: ignore[attr-defined]
-    return firstiter
-
-
-def _code_name(agen: AsyncGenerator[Any, Any]) -> str:
-    return str(getattr(getattr(agen, "ag_code", None), "co_name", ""))
-
-
 @contextlib.asynccontextmanager
 async def pump_scope(limit: int | None = None) -> AsyncIterator[PumpScope]:
-    """Run a pump's SDK call: on the way out, close (outermost first) every async generator the
-    current task started inside the block; with ``limit``, end the call with
-    :class:`EventTooLarge` once more than ``limit`` raw bytes arrive between two
-    ``scope.delivered()``.
+    """Run a pump's SDK call: every response a metered transport opens inside the block counts
+    its raw bytes against ``limit`` (past it, reading raises :class:`EventTooLarge`) and is closed
+    when the block ends, newest first.
 
-    Closing: when a generator in the middle of an SDK's stack raises (an error document, a chunk
-    its own types reject), those beneath it stay suspended with the HTTP response open; the
-    connection lives until the client is closed, and the event loop's shutdown later closes the
-    generators all at once, out of order (``aclose(): asynchronous generator is already
-    running``).  Closed here one by one from the outside in, each runs its own cleanup in order,
-    and the innermost closes the response.  Generators other tasks start are not touched.
-
-    Metering: the raw stream of each ``httpx``/``httpx2`` response the task starts reading
-    (``Response.aiter_raw``) is wrapped in one that counts.  Raw bytes, before any content
-    decoding: never more than the decoded bytes an SDK buffers, so the limit cannot fire early."""
-    hooks = sys.get_asyncgen_hooks()
-    if not getattr(hooks.firstiter, "openprogram_recording", False):
-        sys.set_asyncgen_hooks(firstiter=_recording(hooks.firstiter), finalizer=hooks.finalizer)
-    scope = PumpScope(asyncio.current_task(), limit)
+    Closing: when a layer in the middle of an SDK's stream stack raises (an error document, a
+    chunk its own types reject), the layers beneath it stay suspended with the HTTP response open
+    until the client is closed.  Closing the response here releases the connection at once,
+    whatever the SDK left suspended; closing an already closed response does nothing."""
+    scope = PumpScope(limit)
     token = _SCOPE.set(scope)
     try:
         yield scope
     finally:
         _SCOPE.reset(token)
-        for agen in scope.started:
+        for response in reversed(scope.opened):
             with contextlib.suppress(Exception):
-                await agen.aclose()
-        scope.started.clear()
+                await response.aclose()
+        scope.opened.clear()
 
 
-_METERED: dict[type, type] = {}
+def warn_unmetered(provider: str) -> None:
+    """Say once per call site that a bound was asked for and cannot hold (see
+    :class:`UnmeteredStreamWarning`)."""
+    warnings.warn(
+        f"{provider}: max_event_bytes cannot bound this stream: the SDK client was given with an "
+        "HTTP client whose transport does not meter; build that HTTP client with "
+        "transport=openprogram.providers.metered_transport(...), or pass max_event_bytes=None",
+        UnmeteredStreamWarning,
+        stacklevel=2,
+    )
 
 
-def _meter(response: Any, scope: PumpScope) -> None:
-    """Put a counting wrapper around ``response.stream`` (before ``aiter_raw`` reads it)."""
-    if not _is_http_response(response):
-        return
-    library = sys.modules.get(type(response).__module__.split(".")[0])
-    base = getattr(library, "AsyncByteStream", None)
-    inner = getattr(response, "stream", None)
-    if not isinstance(base, type) or not isinstance(inner, base):
-        return
-    if base not in _METERED:
-        _METERED[base] = _metered_class(base)
-    if not isinstance(inner, _METERED[base]):
-        response.stream = _METERED[base](inner, scope)
+def http_library(value: object) -> Any | None:
+    """The HTTP library module (``httpx2`` or ``httpx``) that ``value`` (a client, a transport, a
+    response, or a class of one) belongs to, else ``None``."""
+    mro = value.__mro__ if isinstance(value, type) else type(value).__mro__
+    roots = {cls.__module__.split(".")[0] for cls in mro}
+    for name in _LIBRARIES:
+        if name in roots:
+            return importlib.import_module(name)
+    return None
 
 
-def _metered_class(base: type) -> type:
-    class Metered(base):  # type: ignore[misc]
-        """``inner``'s bytes, each piece counted against the pump's limit."""
+def metered_transport(inner: Any = None, *, library: str | None = None) -> Any:
+    """A transport that sends through ``inner`` (an ``httpx2``/``httpx`` async transport; by
+    default the library's own ``AsyncHTTPTransport()``) and meters each response's raw bytes
+    against the pump that made the request.
+
+    Outside a pump (a request no adapter made) it passes responses through untouched.  Build an
+    HTTP client on it when you give an adapter your own SDK client and want ``max_event_bytes``
+    to hold, e.g. ``openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=
+    metered_transport()))``.  ``library`` picks the HTTP library when ``inner`` is ``None``
+    (default: ``httpx2`` if installed, else ``httpx``)."""
+    module = http_library(inner) if inner is not None else _library(library)
+    if module is None:
+        kind = type(inner).__name__
+        raise TypeError(f"metered_transport needs an httpx2 or httpx async transport, got {kind}")
+    cls = _TRANSPORTS.get(module.__name__)
+    if cls is None:
+        cls = _TRANSPORTS[module.__name__] = _transport_class(module)
+    return cls(inner if inner is not None else module.AsyncHTTPTransport())
+
+
+def _library(name: str | None) -> Any:
+    for candidate in (name,) if name else _LIBRARIES:
+        try:
+            return importlib.import_module(candidate)
+        except ImportError:
+            continue
+    raise ModuleNotFoundError(f"no HTTP library: install {name or 'httpx2'}")
+
+
+_TRANSPORTS: dict[str, type] = {}
+
+
+def _transport_class(module: Any) -> type:
+    """The metered transport and byte stream for one HTTP library (both subclass its documented
+    base classes, as its custom-transport guide shows)."""
+
+    class MeteredStream(module.AsyncByteStream):  # type: ignore[misc]
+        """``inner``'s bytes, each piece counted against ``scope``'s limit."""
 
         def __init__(self, inner: Any, scope: PumpScope) -> None:
             self.inner = inner
             self.scope = scope
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            pieces = self.inner.__aiter__()
-            try:
-                async for piece in pieces:
-                    self.scope.read(len(piece))
-                    yield piece
-            finally:
-                close = getattr(pieces, "aclose", None)
-                if close is not None:
-                    await close()
+            async for piece in self.inner:
+                self.scope.read(len(piece))
+                yield piece
 
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    return Metered
+    class MeteredTransport(module.AsyncBaseTransport):  # type: ignore[misc]
+        """Sends through ``inner``; a response made inside a pump is metered and recorded."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            scope = _SCOPE.get()
+            if scope is None:
+                return response
+            metered = module.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=MeteredStream(response.stream, scope),
+                extensions=response.extensions,
+                request=request,
+            )
+            scope.opened.append(metered)
+            if metered.status_code >= 400:
+                scope.failed = metered
+            return metered
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    MeteredTransport.__qualname__ = MeteredTransport.__name__ = (
+        f"MeteredTransport[{module.__name__}]"
+    )
+    return MeteredTransport
 
 
 _BOMS = (
@@ -187,29 +240,3 @@ def readable_text(body: bytes, charset: str | None = None) -> str:
             except (LookupError, UnicodeDecodeError):
                 continue
     return body.decode("latin-1")
-
-
-def failed_response(exc: BaseException) -> Any | None:
-    """The HTTP error response (an ``httpx``/``httpx2`` ``Response`` with a 4xx/5xx status) an SDK
-    was handling when it raised ``exc`` — an SDK that trips over an error body (google-genai on
-    one that is not UTF-8) raises something that has lost the status; the response is still
-    among the locals of the frames the exception went through.  Innermost first; ``None`` when
-    there is none."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
-        for value in list(frame.f_locals.values()):
-            status = getattr(value, "status_code", None)
-            if isinstance(status, int) and status >= 400 and _is_http_response(value):
-                return value
-    return None
-
-
-def _is_http_response(value: object) -> bool:
-    return any(
-        cls.__name__ == "Response" and cls.__module__.split(".")[0] in ("httpx", "httpx2")
-        for cls in type(value).__mro__
-    )

@@ -37,7 +37,14 @@ from ..types import (
     UserMessage,
 )
 from . import guard
-from ._http import MAX_EVENT_BYTES, EventTooLarge, pump_scope
+from ._http import (
+    MAX_EVENT_BYTES,
+    EventTooLarge,
+    http_library,
+    metered_transport,
+    pump_scope,
+    warn_unmetered,
+)
 from .base import (
     Context,
     MessageBuilder,
@@ -210,6 +217,7 @@ class SDKProvider:
         **client_kwargs: Any,
     ) -> None:
         self.max_event_bytes = max_event_bytes
+        self._unmetered_told = False  # UnmeteredStreamWarning given once per provider
         self._client = client  # the given client, else the one used last
         self._given = client is not None
         self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
@@ -403,6 +411,8 @@ class SDKProvider:
                         async for item in result:
                             scope.delivered()
                             queue.put_nowait(("item", item))
+                        if limit is not None and not scope.opened:
+                            self._tell_unmetered()  # a stream read, and no byte of it counted
                     finally:
                         closer = getattr(result, "aclose", None) or getattr(result, "close", None)
                         if closer is not None:
@@ -413,8 +423,20 @@ class SDKProvider:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                failure = exc
+                failure = self._failed_call(exc, scope.failed)
         queue.put_nowait(("exc", failure) if failure is not None else ("end", None))
+
+    def _tell_unmetered(self) -> None:
+        """A stream came through an HTTP client that is not on a metered transport: the bound
+        cannot hold for it, which is said once per provider rather than ignored."""
+        if not self._unmetered_told:
+            self._unmetered_told = True
+            warn_unmetered(type(self).__name__)
+
+    def _failed_call(self, exc: Exception, response: Any) -> Exception:
+        """What a failed SDK call raised, given the HTTP error response the call received (if
+        any): an adapter whose SDK can lose an error's status reads it from ``response``."""
+        return exc
 
     def _failure(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
         """The terminal event of a failed call: a stream over the event limit (whatever the SDK
@@ -525,14 +547,28 @@ class OpenAISDKProvider(SDKProvider):
         return params
 
     def _make_client(self, **kwargs: Any) -> Any:
-        from openai import AsyncOpenAI
+        import openai
 
-        return AsyncOpenAI(**kwargs)
+        return openai.AsyncOpenAI(**with_metered_http_client(kwargs, openai))
 
     def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
         import openai
 
         return openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError
+
+
+def with_metered_http_client(kwargs: dict[str, Any], sdk: Any) -> dict[str, Any]:
+    """``kwargs`` for an OpenAI or Anthropic SDK client with, unless the caller gave one, the
+    SDK's own default HTTP client built on a :func:`metered_transport` (the SDK's connection
+    limits kept), so ``max_event_bytes`` holds on every stream the client makes."""
+    if kwargs.get("http_client") is not None:
+        return kwargs
+    default = sdk.DefaultAsyncHttpxClient
+    library = http_library(default)
+    if library is None:  # an SDK on an HTTP library we do not know: its own client, unbounded
+        return kwargs
+    inner = library.AsyncHTTPTransport(limits=sdk.DEFAULT_CONNECTION_LIMITS)
+    return {**kwargs, "http_client": default(transport=metered_transport(inner))}
 
 
 def is_transport_error(exc: BaseException) -> str | None:

@@ -33,7 +33,7 @@ from ..types import (
     ToolResultMessage,
     Usage,
 )
-from ._sdk import Events, SDKProvider, StreamParser, role_turns
+from ._sdk import Events, SDKProvider, StreamParser, role_turns, with_metered_http_client
 from .base import Context, MessageBuilder, StreamOptions, TerminalReason
 from .wire import tools_fragment
 
@@ -76,7 +76,8 @@ class AnthropicProvider(SDKProvider):
     def _make_client(self, **kwargs: Any) -> Any:
         import anthropic
 
-        return getattr(anthropic, _PLATFORMS[self.platform])(**kwargs)
+        client_class = getattr(anthropic, _PLATFORMS[self.platform])
+        return client_class(**with_metered_http_client(kwargs, anthropic))
 
     def _sdk_errors(self) -> tuple[type[BaseException], type[BaseException], type[BaseException]]:
         import anthropic

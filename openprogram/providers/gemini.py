@@ -54,7 +54,7 @@ from ..types import (
     ToolResultMessage,
     Usage,
 )
-from ._http import failed_response, readable_text
+from ._http import metered_transport, readable_text
 from ._sdk import (
     Events,
     SDKProvider,
@@ -199,12 +199,18 @@ class GeminiProvider(SDKProvider):
 
         return errors.APIError, TimeoutError, ConnectionError
 
+    def _failed_call(self, exc: Exception, response: Any) -> Exception:
+        """google-genai raises something that has lost the status when it trips over an error
+        body (one that is not UTF-8): the error is rebuilt from the response the call received."""
+        from google.genai import errors
+
+        if response is None or isinstance(exc, errors.APIError):
+            return exc
+        return errors.APIError(response.status_code, _error_document(response), response)
+
     def _error_event(self, builder: MessageBuilder, exc: BaseException) -> AssistantMessageEvent:
         from google.genai import errors
 
-        response = None if isinstance(exc, errors.APIError) else failed_response(exc)
-        if response is not None:  # the SDK tripped over the error body: read it ourselves
-            exc = errors.APIError(response.status_code, _error_document(response), response)
         if isinstance(exc, errors.APIError):
             status = int(exc.code) if isinstance(exc.code, int) and exc.code else None
             response = getattr(exc, "response", None)
@@ -232,16 +238,14 @@ class GeminiProvider(SDKProvider):
 
 
 def _on_httpx2(args: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``async_client_args`` that keep google-genai on its ``httpx2`` transport.  The SDK
-    switches to aiohttp whenever aiohttp is installed (any project with litellm or a web
-    framework has it) unless it is given a transport; one transport everywhere is the one the
-    adapter's guarantees are built and tested on (closing a failed stream's response, the event
-    size bound, reading an error body whatever its encoding, cassette replay)."""
+    """``async_client_args`` that keep google-genai on its ``httpx2`` transport, metered (the
+    caller's transport wrapped, else a new one).  The SDK switches to aiohttp whenever aiohttp is
+    installed (any project with litellm or a web framework has it) unless it is given a
+    transport; one transport everywhere is the one the adapter's guarantees are built and tested
+    on (closing a failed stream's response, the event size bound, reading an error body whatever
+    its encoding, cassette replay)."""
     out = dict(args or {})
-    if out.get("transport") is None:
-        import httpx2
-
-        out["transport"] = httpx2.AsyncHTTPTransport()
+    out["transport"] = metered_transport(out.get("transport"), library="httpx2")
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx2
 
 from openprogram.events import AssistantMessageEvent
+from openprogram.providers import metered_transport
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import AssistantMessage
 from tests.providers._helper import CTX
@@ -52,8 +53,11 @@ class Recorder:
         response = self.responses.pop(0)
         return response(request) if callable(response) else response
 
-    def client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
+    def client(self, *, metered: bool = True) -> httpx2.AsyncClient:
+        """An HTTP client answered by this recorder; ``metered`` (as a user who gives an adapter
+        their own SDK client and wants ``max_event_bytes`` to hold builds it) unless told not."""
+        transport = httpx2.MockTransport(self)
+        return httpx2.AsyncClient(transport=metered_transport(transport) if metered else transport)
 
     def sdk_options(self) -> dict[str, Any]:
         """Keyword options that send an official SDK client's requests to this recorder, with

@@ -37,8 +37,12 @@ class Session:
 
         self.body: list[bytes] = []
         self.server = LoopbackServer(self._answer)
+        from openprogram.providers import metered_transport
+
+        options = {"async_client_args": {"transport": metered_transport()}}
         self.client = genai.Client(
-            api_key="test-key", http_options={"base_url": self.server.url, "timeout": 5000}
+            api_key="test-key",
+            http_options={"base_url": self.server.url, "timeout": 5000, **options},
         )
 
     def _answer(self, _request: bytes) -> Iterator[bytes]:
