@@ -1,0 +1,54 @@
+"""A weather agent: three tools and an agentic function that runs its own nested loop."""
+
+from __future__ import annotations
+
+from openprogram import Registry, Runtime, agentic_function, function
+
+registry = Registry()
+
+WEATHER = {"Rome": 24, "Oslo": 3, "Lima": 18}
+
+
+@function(registry=registry)
+def list_cities() -> list[str]:
+    """The cities we have weather for."""
+    return sorted(WEATHER)
+
+
+@function(registry=registry)
+def lookup_weather(city: str) -> str:
+    """Current weather of one city, in degrees Celsius."""
+    if city not in WEATHER:
+        raise ValueError(f"no weather for {city}")
+    return f"{city}: {WEATHER[city]} C"
+
+
+@function(registry=registry)
+def to_fahrenheit(celsius: float) -> float:
+    """Convert degrees Celsius to Fahrenheit."""
+    return round(celsius * 9 / 5 + 32, 1)
+
+
+@agentic_function(registry=registry)
+def summarize_cities(cities: list[str], runtime: Runtime) -> str:
+    """Summarise the weather of several cities in one sentence."""
+    return runtime.exec(
+        "Look up the weather of " + ", ".join(cities) + " and summarise it in one sentence.",
+        tools=[lookup_weather, to_fahrenheit],
+    )
+
+
+TOOLS = [list_cities, lookup_weather, summarize_cities]
+
+
+def build_runtime(provider: object, model: str = "gpt-4o-mini") -> Runtime:
+    """The agent's runtime over any provider (a real adapter, or a test double)."""
+    return Runtime(provider, model, registry=registry, system_prompt="You are a weather agent.")
+
+
+def ask(runtime: Runtime, question: str) -> str:
+    """One question to the agent."""
+    return str(runtime.exec(question, tools=TOOLS))
+
+
+__all__ = ["TOOLS", "ask", "build_runtime", "registry", "summarize_cities"]
