@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from openprogram.texts import tool_not_found_text
+from openprogram.texts import clip, tool_not_found_text
 
 from ..matchers import as_written
+from ..safeyaml import MAX_DEPTH
 from .scaffold import ScaffoldError, run_draft, scaffold_target, to_yaml, write_atomically
 
 HEADER = (
@@ -54,10 +55,7 @@ def load_record(source: str | Path, *, test: str | None = None, run: int | None 
     else:
         if test is not None:
             raise ScaffoldError("--test picks a test of an HTML report; a JSON file has none")
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ScaffoldError(f"{path.name} is not JSON: {exc}") from None
+        data = _json(text, path.name)
         runs, label = _json_runs(data), path.name
     return _pick(runs, run, label)
 
@@ -65,9 +63,16 @@ def load_record(source: str | Path, *, test: str | None = None, run: int | None 
 def _report_runs(page: str, test: str | None) -> tuple[list[Any], str]:
     blocks = {}
     for m in _BLOCK.finditer(page):
+        what = f"the report's block {m.group(1)!r}"
+        deep = json_too_deep(m.group(2), MAX_RECORD_DEPTH)
+        if deep is not None:  # damage, not another page's script: say where
+            raise ScaffoldError(
+                f"{what}: line {deep[0]} column {deep[1]}: nested deeper than "
+                f"{MAX_RECORD_DEPTH} levels"
+            )
         try:
             blocks[m.group(1)] = json.loads(m.group(2))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     summary = blocks.get("summary")
     if not isinstance(summary, list):
@@ -92,6 +97,48 @@ def _report_runs(page: str, test: str | None) -> tuple[list[Any], str]:
     if not isinstance(runs, list):
         raise ScaffoldError(f"the report has no run data for {ids[found[0]]}")
     return runs, ids[found[0]]
+
+
+MAX_RECORD_DEPTH = 200
+"""Deepest nesting a run record's JSON may use: a record is a few levels deep (its nested runs
+are refused anyway), so anything near the parser's own limit is damage, refused with its
+position instead of a ``RecursionError``."""
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_too_deep(text: str, limit: int) -> tuple[int, int] | None:
+    """Where (line, column, 1-based) ``text`` first opens its ``limit + 1``-th level of
+    nesting, else ``None``: strings are skipped, so a bracket inside one does not count.  One
+    pass, no recursion."""
+    depth = 0
+    for m in _JSON_TOKENS.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                start = m.start()
+                line = text.count("\n", 0, start) + 1
+                return line, start - (text.rfind("\n", 0, start) + 1) + 1
+        elif token in "]}":
+            depth -= 1
+    return None
+
+
+def _json(text: str, what: str, limit: int = MAX_RECORD_DEPTH) -> Any:
+    """``text`` parsed as JSON; not JSON, or nested deeper than ``limit``, is a
+    ``ScaffoldError`` naming ``what`` and where."""
+    deep = json_too_deep(text, limit)
+    if deep is not None:
+        raise ScaffoldError(
+            f"{what}: line {deep[0]} column {deep[1]}: nested deeper than {limit} levels"
+        )
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ScaffoldError(f"{what} is not JSON: {exc}") from None
+    except RecursionError:  # the parser's limit, below ours on a small stack
+        raise ScaffoldError(f"{what}: nested too deeply to read") from None
 
 
 def _listing(ids: list[str], limit: int = 10) -> str:
@@ -133,7 +180,10 @@ def _pick(runs: list[Any], run: int | None, label: str) -> tuple[Mapping[str, An
 
 
 def scenario_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The scenario (as YAML-ready data) replaying ``record`` and expecting what it did."""
+    """The scenario (as YAML-ready data) replaying ``record`` and expecting what it did.  A
+    record of the wrong shape (hand-made or damaged) is a ``ScaffoldError`` naming the first
+    value that is wrong by its path (``rounds[0].tools[1].id``), see ``check_record``."""
+    check_record(record)
     if record.get("children"):
         raise ScaffoldError(
             "the run started nested runs (Runtime.exec inside a tool); scaffold a cassette of it "
@@ -156,7 +206,7 @@ def scenario_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(reply, Mapping):
             continue
         tools = {t.get("id"): t for t in r.get("tools") or [] if isinstance(t, Mapping)}
-        turn, made = _turn(reply, tools, results, unknown)
+        turn, made = _turn(reply, tools, results, unknown, f"rounds[{k}].reply")
         script.append(turn)
         calls_made.extend(made)
     data: dict[str, Any] = {"description": "Replays a run recorded in an OpenProgram report."}
@@ -179,6 +229,86 @@ def scenario_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
         data["options"] = options
     data["expect"] = _expect(record, calls_made)
     return data
+
+
+_TEXT = (str,)
+_INT = (int,)
+
+
+def check_record(record: Any) -> None:
+    """Raise ``ScaffoldError`` at the first value of ``record`` that is not what
+    ``report.record.trace_record`` writes there, named by its path (``rounds[2].arrivals``) and
+    shown clipped: what the scaffold reads is then of the types it expects, so a hand-made
+    record ends in that error rather than a ``TypeError`` deep inside."""
+    _expect_type(record, "the run record", (Mapping,))
+    _optional(record, "the run record", "rounds", (list,), required=True)
+    for key in ("children", "undelivered"):
+        _optional(record, "the run record", key, (list,))
+    for key in ("system_prompt", "final_text", "termination", "steering_mode", "label"):
+        _optional(record, "the run record", key, _TEXT)
+    for key in ("model_calls", "cap"):
+        _optional(record, "the run record", key, _INT)
+    for k, r in enumerate(record["rounds"]):
+        where = f"rounds[{k}]"
+        _expect_type(r, where, (Mapping,))
+        for key in ("arrivals", "tools"):
+            _optional(r, where, key, (list,))
+        _optional(r, where, "reply", (Mapping,))
+        for j, a in enumerate(r.get("arrivals") or []):
+            at = f"{where}.arrivals[{j}]"
+            _expect_type(a, at, (Mapping,))
+            _optional(a, at, "kind", _TEXT, required=True)
+            _optional(a, at, "text", _TEXT)
+            _optional(a, at, "after_tool", _INT)
+        for j, t in enumerate(r.get("tools") or []):
+            at = f"{where}.tools[{j}]"
+            _expect_type(t, at, (Mapping,))
+            for key in ("id", "name", "status", "result"):
+                _optional(t, at, key, _TEXT)
+        reply = r.get("reply")
+        if reply is None:
+            continue
+        at = f"{where}.reply"
+        _optional(reply, at, "calls", (list,))
+        for key in ("stop", "text", "thinking", "error"):
+            _optional(reply, at, key, _TEXT)
+        for j, c in enumerate(reply.get("calls") or []):
+            call_at = f"{at}.calls[{j}]"
+            _expect_type(c, call_at, (Mapping,))
+            for key in ("id", "name", "args", "raw"):
+                _optional(c, call_at, key, _TEXT)
+
+
+def _optional(
+    parent: Mapping[str, Any],
+    where: str,
+    key: str,
+    types: tuple[type, ...],
+    *,
+    required: bool = False,
+) -> None:
+    """``parent[key]`` is absent or null (unless ``required``), or one of ``types``."""
+    value = parent.get(key)
+    path = f"{where}.{key}" if where != "the run record" else key
+    if value is None:
+        if required:
+            raise ScaffoldError(f"{path} is missing")
+        return
+    _expect_type(value, path, types)
+
+
+_TYPE_NAMES = {Mapping: "an object", list: "a list", str: "text", int: "an integer"}
+
+
+def _expect_type(value: Any, where: str, types: tuple[type, ...]) -> None:
+    if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
+        return
+    wanted = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+    try:
+        shown = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        shown = repr(value)
+    raise ScaffoldError(f"{where} is not {wanted}: {clip(shown, 120)}")
 
 
 def _arrivals(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -210,6 +340,7 @@ def _turn(
     tools: Mapping[Any, Mapping[str, Any]],
     results: dict[str, list[dict[str, Any]]],
     unknown: set[str],
+    where: str,
 ) -> tuple[dict[str, Any], list[Any]]:
     turn: dict[str, Any] = {}
     if reply.get("thinking"):
@@ -218,7 +349,7 @@ def _turn(
         turn["text"] = str(reply["text"])
     calls: list[dict[str, Any]] = []
     made: list[Any] = []
-    for c in reply.get("calls") or []:
+    for j, c in enumerate(reply.get("calls") or []):
         if not isinstance(c, Mapping) or not isinstance(c.get("name"), str) or not c["name"]:
             raise ScaffoldError(f"a recorded call has no tool name: {str(c)[:200]!r}")
         name = c["name"]
@@ -230,7 +361,7 @@ def _turn(
             entry["raw_args"] = c["raw"]
             made.append(name)
         else:
-            args = _arguments(c.get("args"), name)
+            args = _arguments(c.get("args"), name, f"{where}.calls[{j}].args")
             entry["args"] = args
             made.append({"name": name, "args": as_written(json.loads(json.dumps(args)))})
         tool = tools.get(c.get("id"))
@@ -265,10 +396,22 @@ def _turn(
     return turn, made
 
 
-def _arguments(shown: Any, name: str) -> Any:
-    """A call's arguments from the report's pretty JSON text."""
+ARGUMENTS_DEPTH = MAX_DEPTH - 10
+"""Deepest arguments a scaffolded scenario can hold: they sit a few levels down in a scenario
+file (``script[k].calls[j].args``, ``expect.trajectory.calls[j].args``), which nests at most
+``safeyaml.MAX_DEPTH`` levels."""
+
+
+def _arguments(shown: Any, name: str, where: str) -> Any:
+    """A call's arguments from the report's pretty JSON text (``where``: its path)."""
     if not isinstance(shown, str):
         raise ScaffoldError(f"the recorded arguments of {name} are not JSON text: {shown!r}")
+    deep = json_too_deep(shown, ARGUMENTS_DEPTH)
+    if deep is not None:
+        raise ScaffoldError(
+            f"{where}: line {deep[0]} column {deep[1]}: the arguments of {name} nest deeper "
+            f"than {ARGUMENTS_DEPTH} levels, more than a scenario file holds"
+        )
     try:
         args = json.loads(shown)
     except ValueError:

@@ -54,6 +54,7 @@ from .hostile import (
     HostileScenario,
     Hostility,
     check_hostile_run,
+    hostile_records,
     hostile_scenarios,
 )
 from .model import GenCall, GeneratedScenario, GenSteering, GenTool, GenTurn
@@ -107,6 +108,7 @@ __all__ = [
     "exact_script",
     "failure_dir",
     "gen_tools",
+    "hostile_records",
     "hostile_scenarios",
     "import_path",
     "load_profile",

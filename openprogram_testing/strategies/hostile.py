@@ -11,11 +11,16 @@ from a source, ``aborted`` for a ``BaseException``), the rest of an interrupted 
 answered ``Cancelled`` and never runs, an unserialisable value or bad argument JSON becomes an
 error result and the run goes on.  No reference-model prediction is made for these runs: the
 rules are stated on the trace.
+
+``hostile_records(record)`` draws what a hand-made run record does to ``scaffold``: the
+record's JSON with one value replaced by the wrong type, a list holding null or a list nested
+``RECORD_DEPTH`` levels deep.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -356,6 +361,75 @@ def hostile_problems(
     return out
 
 
+# -- hostile run records -------------------------------------------------------------------------
+
+RECORD_VALUES: tuple[Any, ...] = (
+    7,
+    [None],
+    None,
+    "",
+    "x",
+    {},
+    [],
+    True,
+    -1,
+    10**30,
+    1.5,
+    {"$regex": 1},
+)
+"""What a hand-made run record puts where the report writes something else: a number for a
+list (``arrivals: 7``), a list holding null for a call id, the wrong container, a boolean."""
+RECORD_DEPTH = 50_000
+"""How deep ``hostile_records`` nests a value it makes deep: far past any JSON parser's own
+recursion limit, so only a reader that checks depth first ends cleanly."""
+_DEEP = "\u2063openprogram-deep\u2063"  # stands for the deep value until the text is written
+
+
+def hostile_records(record: Mapping[str, Any]) -> st.SearchStrategy[str]:
+    """The JSON text of ``record`` (a ``report.record.trace_record``) with one value, at any
+    path (the whole record included), replaced by one of ``RECORD_VALUES`` or by a list nested
+    ``RECORD_DEPTH`` levels deep; what ``scaffold`` from a run record must refuse by position,
+    never with a ``TypeError`` or a ``RecursionError``."""
+    paths = _record_paths(record)
+    return st.builds(
+        _damaged,
+        st.just(record),
+        st.sampled_from(paths),
+        st.sampled_from((*RECORD_VALUES, _DEEP)),
+    )
+
+
+def _record_paths(record: Any) -> list[tuple[Any, ...]]:
+    """Every path of ``record`` (keys and list indices from the root), the root first."""
+    paths: list[tuple[Any, ...]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), record)]
+    while stack:
+        path, value = stack.pop()
+        paths.append(path)
+        if isinstance(value, Mapping):
+            stack.extend(((*path, k), v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(value))))
+    return paths
+
+
+def _damaged(record: Mapping[str, Any], path: tuple[Any, ...], value: Any) -> str:
+    import copy
+    import json
+
+    if not path:
+        data: Any = copy.deepcopy(value)
+    else:
+        data = copy.deepcopy(dict(record))
+        parent = data
+        for step in path[:-1]:
+            parent = parent[step]
+        parent[path[-1]] = copy.deepcopy(value)
+    text = json.dumps(data)
+    deep = "[" * RECORD_DEPTH + "]" * RECORD_DEPTH
+    return text.replace(json.dumps(_DEEP), deep)
+
+
 def _batch_of(trace: LoopTrace, call_id: str) -> set[str]:
     for message in trace.assistant_messages:
         ids = {c.id for c in message.tool_calls}
@@ -381,11 +455,14 @@ def check_hostile_run(
 
 __all__ = [
     "HOSTILE_KINDS",
+    "RECORD_DEPTH",
+    "RECORD_VALUES",
     "HostileScenario",
     "Hostility",
     "SourceFailure",
     "Strike",
     "check_hostile_run",
     "hostile_problems",
+    "hostile_records",
     "hostile_scenarios",
 ]

@@ -6,10 +6,13 @@ unreadable arguments, thousands of calls) are clean errors that leave no file be
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from openprogram import function
 from openprogram_testing import (
@@ -26,6 +29,7 @@ from openprogram_testing.report.record import trace_record
 from openprogram_testing.scenarios import load_scenario, run_scenario
 from openprogram_testing.scenarios.scaffold import ScaffoldError
 from openprogram_testing.scenarios.scaffold_record import scaffold_record
+from openprogram_testing.strategies.hostile import hostile_records
 
 
 @function
@@ -204,3 +208,63 @@ def test_thousands_of_calls_and_an_empty_trajectory(tmp_path: Path) -> None:
     assert scaffold_record(empty, out).passed
     scenario = load_scenario(out)
     assert scenario.expect.trajectory is not None and scenario.expect.trajectory.calls == []
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        (lambda r: r["rounds"][0].update(arrivals=7), "rounds[0].arrivals is not a list: 7"),
+        (lambda r: r["rounds"][0]["tools"][0].update(id=[None]), "rounds[0].tools[0].id is not text: [null]"),
+        (lambda r: r["rounds"][0]["reply"]["calls"][1].update(id=[None]), "rounds[0].reply.calls[1].id is not text"),
+        (lambda r: r["rounds"][1]["arrivals"].append(3), "rounds[1].arrivals[1] is not an object: 3"),
+        (lambda r: r.update(rounds=[{"arrivals": [{"kind": 5}]}]), "rounds[0].arrivals[0].kind is not text"),
+        (lambda r: r.update(model_calls=True), "model_calls is not an integer: true"),
+        (
+            lambda r: r["rounds"][0]["reply"]["calls"][0].update(args='{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"),
+            "rounds[0].reply.calls[0].args: line 1 column 96: the arguments of search nest deeper than 90",
+        ),
+    ],
+)  # fmt: skip
+def test_a_hand_made_record_is_refused_at_the_value_that_is_wrong(
+    tmp_path: Path, change: Any, found: str
+) -> None:
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps(_edited(change)), encoding="utf-8")
+    out = tmp_path / "scenario_x.yaml"
+    with pytest.raises(ScaffoldError, match=re.escape(found)):
+        scaffold_record(source, out)
+    assert not out.exists()
+
+
+def test_a_record_nested_fifty_thousand_deep_is_refused_with_its_position(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "run.json"
+    source.write_text('{"rounds": ' + "[" * 50_000 + "]" * 50_000 + "}", encoding="utf-8")
+    with pytest.raises(ScaffoldError, match="line 1 column 211: nested deeper than 200 levels"):
+        scaffold_record(source, tmp_path / "scenario_x.yaml")
+    page = _report(tmp_path / "report.html", ("t::test_a", [_record()]))
+    text = page.read_text(encoding="utf-8")
+    deep = text.replace('"rounds":[', '"x":' + "[" * 50_000 + "]" * 50_000 + ',"rounds":[', 1)
+    assert deep != text
+    page.write_text(deep, encoding="utf-8")
+    with pytest.raises(ScaffoldError, match="nested deeper than 200 levels"):
+        scaffold_record(page, tmp_path / "scenario_x.yaml", test="test_a")
+
+
+RECORD = _record()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=hostile_records(RECORD))
+def test_any_damaged_record_ends_in_a_refusal_or_a_passing_scenario(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "run.json"
+        source.write_text(text, encoding="utf-8")
+        out = Path(folder) / "scenario_x.yaml"
+        try:
+            result = scaffold_record(source, out)
+        except ScaffoldError:
+            assert not out.exists()
+        else:
+            assert result.passed and out.exists()
