@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -46,6 +46,23 @@ hold (``CassetteSession(fallback=...)``); the timeline, snapshot and report show
 
 NESTED_RUN = "nested_run"
 """Annotation kind: a ``Runtime`` run (its ``run_id`` is the text) ran inside a tool call."""
+
+FAULT = "fault"
+"""Annotation kind: a fault was injected into the answer to a model call (a cassette's mutation
+or the provider emulator's fault)."""
+
+CASSETTE = "cassette"
+"""Annotation kind: a cassette interaction was replayed as the answer to a model call."""
+
+
+def shown_notes(annotations: Sequence[Annotation]) -> list[Annotation]:
+    """The notes every view of a run shows (the text timeline, the HTML report), in the order
+    they happened: all but ``NESTED_RUN``, which the views draw as the nested run's lane.  One
+    selection, so a fault the report shows is never missing from the timeline a failure
+    prints."""
+    ordered = sorted(annotations, key=lambda n: n.event_index)  # stable: kept in order
+    return [note for note in ordered if note.kind != NESTED_RUN]
+
 
 _current: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
     "openprogram_trace_recording", default=None
@@ -206,6 +223,8 @@ def announce_trace(trace: object) -> None:
 
 
 __all__ = [
+    "CASSETTE",
+    "FAULT",
     "NESTED_RUN",
     "SERVED_FROM_SCRIPT",
     "Annotation",
@@ -223,4 +242,5 @@ __all__ = [
     "recording",
     "remove_exchange_listener",
     "remove_trace_listener",
+    "shown_notes",
 ]

@@ -42,7 +42,7 @@ from openprogram.types import (
     UserMessage,
 )
 
-from .recording import SERVED_FROM_SCRIPT
+from .recording import FAULT, SERVED_FROM_SCRIPT, shown_notes
 from .rounds import Origins, ReadableTrace, split_rounds
 
 
@@ -202,16 +202,28 @@ class _Renderer:
                 counter=self.counter,
             ).run()
 
-    def script_marks(self) -> list[tuple[int, str]]:
-        """Answers a cassette's fallback script gave (``event_index``, text), shown where they
-        happened: a run answered from a script instead of the recording must say so."""
+    def script_marks(self) -> list[tuple[int, str, str]]:
+        """The notes shown where they happened (``event_index``, kind, text).  The timeline
+        shows what the HTML report shows (``recording.shown_notes``: faults injected, cassette
+        interactions replayed, answers from a fallback script); the snapshot only the answers
+        from a script, which change what the run was answered with (a snapshot recorded with
+        one cannot pass a run without it), while its mutations show in the run itself."""
         notes = getattr(self.trace, "annotations", None) or ()
-        return [(n.event_index, n.text) for n in notes if n.kind == SERVED_FROM_SCRIPT]
+        shown = shown_notes(notes)
+        if self.snapshot:
+            shown = [n for n in shown if n.kind == SERVED_FROM_SCRIPT]
+        return [(n.event_index, n.kind, n.text) for n in shown]
 
-    def mark(self, marks: list[tuple[int, str]], before: int, depth: int) -> None:
+    def mark(self, marks: list[tuple[int, str, str]], before: int, depth: int) -> None:
         while marks and marks[0][0] <= before:
-            text = marks.pop(0)[1]
-            self.add("", depth + 1, "! " + self.norm(clip(text, 300)), "bold red")
+            _, kind, text = marks.pop(0)
+            line = self.norm(clip(text, 300))
+            if kind == SERVED_FROM_SCRIPT:  # its text says what it is
+                self.add("", depth + 1, "! " + line, "bold red")
+            elif kind == FAULT:
+                self.add("", depth + 1, "! fault injected: " + line, "bold red")
+            else:  # a cassette interaction replayed, or a note of a kind added later
+                self.add("", depth + 1, f"~ {kind} {line}", "dim")
 
     def content(self, blocks: Any, limit: int) -> str:
         if isinstance(blocks, str):

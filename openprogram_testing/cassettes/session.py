@@ -514,12 +514,12 @@ def _script_fallback(turns: Sequence[Any], record_mode: str) -> ScriptFallback |
 
 def _annotate(index: int, uri: str, status: int, mutations: list[Mutation]) -> None:
     """Tell the run being traced (if any) which interaction answered and which faults hit it,
-    so the HTML report marks them at the model call they belong to."""
-    from ..recording import annotate
+    so the timeline and the HTML report mark them at the model call they belong to."""
+    from ..recording import CASSETTE, FAULT, annotate
 
-    annotate("cassette", f"interaction {index}: {uri} -> HTTP {status}")
+    annotate(CASSETTE, f"interaction {index}: {uri} -> HTTP {status}")
     for mutation in mutations:
-        annotate("fault", f"{mutation!r} on interaction {index}")
+        annotate(FAULT, f"{mutation!r} on interaction {index}")
 
 
 def _decompress(response: MutableResponse) -> None:

@@ -33,7 +33,13 @@ from openprogram.providers.wire import WireAPI
 from openprogram.types import UserMessage
 
 from ..faults import Fault, FaultError, HttpError, Mutation, Rechunk, TruncateAfter
-from ..recording import HttpExchange, annotate_in_flight, announce_exchange, exchanges_wanted
+from ..recording import (
+    FAULT,
+    HttpExchange,
+    annotate_in_flight,
+    announce_exchange,
+    exchanges_wanted,
+)
 from ..scripted import (
     ModelRequest,
     ScriptedTurn,
@@ -402,7 +408,7 @@ class ProviderEmulator:
             self.violations.append(UnexpectedModelCall(msg))
             return _exhausted(error_plan(wire, 500, msg, request_id))
         for fault in slot.faults:  # marked on the run being recorded, as a cassette's are
-            annotate_in_flight("fault", f"{fault!r} on emulated request {record.index}")
+            annotate_in_flight(FAULT, f"{fault!r} on emulated request {record.index}")
         plan = self._answer(wire, slot, request, body, request_id, stream, query, record.turn)
         return _exhausted(plan) if exhausted else plan
 

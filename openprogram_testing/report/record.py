@@ -23,7 +23,7 @@ from openprogram.types import (
     ToolResultMessage,
 )
 
-from ..recording import NESTED_RUN
+from ..recording import NESTED_RUN, shown_notes
 from ..rounds import Round, child_traces, split_rounds
 from .behaviours import exhibited
 
@@ -148,7 +148,8 @@ def _arrivals(trace: LoopTrace, rounds: list[Round], r: Round) -> list[dict[str,
 
 
 def _annotations(r: Round, notes: list[Annotation], after: list[int]) -> list[dict[str, Any]]:
-    """Transport notes (cassette interactions, faults) that happened during this round, with
+    """Transport notes (cassette interactions, faults, answers from a fallback script; the
+    ``shown_notes`` of the run, as the timeline shows them) that happened during this round, with
     the event they follow (``model`` while the reply streamed, else the tool call index).
     ``notes`` are in event order and ``after`` holds each one's preceding event, so a round
     finds its own by bisection: a long run is not rescanned once per round."""
@@ -156,8 +157,6 @@ def _annotations(r: Round, notes: list[Annotation], after: list[int]) -> list[di
     lo = bisect.bisect_left(after, r.first_index)
     hi = bisect.bisect_right(after, r.last_index)
     for note in notes[lo:hi]:
-        if note.kind == NESTED_RUN:  # shown as a nested lane, not as a note
-            continue
         where = "model"
         for t in r.tools:
             if t.start_index is not None and t.start_index < note.event_index <= t.end_index:
@@ -174,7 +173,7 @@ def trace_record(trace: LoopTrace | TraceTree, *, label: str = "run") -> dict[st
         trace = tree.trace
     trace = cast("LoopTrace", trace)
     rounds = split_rounds(trace)
-    notes = sorted(trace.annotations, key=lambda n: n.event_index)  # stable: kept in order
+    notes = shown_notes(trace.annotations)  # what the text timeline shows too
     after = [note.event_index - 1 for note in notes]
     times = trace.event_times
     duration = round((times[-1] - times[0]) * 1000, 3) if times else None

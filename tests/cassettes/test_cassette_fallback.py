@@ -113,3 +113,22 @@ async def test_a_traffic_observer_sees_the_fallback_turn_and_changes_nothing(hel
     assert script.method == "POST" and script.url.endswith("/v1/chat/completions")
     assert b"From the script." in script.response_body
     assert b'"messages"' in script.request_body
+
+
+async def test_the_timeline_shows_a_cassettes_fault_and_interactions_as_the_report_does(
+    hello: Path,
+) -> None:
+    from openprogram_testing.report import trace_record
+
+    with replay(hello, mutations=HTTP_503, fallback=["From the script."]):
+        trace = await run_loop(chat(max_retries=1), "hi")
+    timeline = trace.timeline()
+    assert "! fault injected: HttpError(" in timeline and "on interaction 0" in timeline
+    assert "~ cassette interaction 0: " in timeline
+    notes = [n for r in trace_record(trace)["rounds"] for n in r["notes"]]
+    assert [n["kind"] for n in notes] == ["cassette", "fault", "script"]
+    for note in notes:
+        assert note["text"][:200] in timeline
+    # the snapshot keeps the answers from the script only (its mutations show in the run)
+    snapshot = trace.snapshot_text()
+    assert "served from script" in snapshot and "fault injected" not in snapshot

@@ -98,3 +98,24 @@ async def test_a_fault_is_marked_on_the_run_of_an_exec_tree_it_hit() -> None:
     types = [e.type for e in inner.trace.events]
     reply_start = types.index("message_start", types.index("message_end"))  # after the prompt
     assert reply_start < fault.event_index <= types.index("message_end", reply_start)
+
+
+async def test_the_timeline_names_every_note_the_report_shows() -> None:
+    """The text timeline (what a failure prints) names an injected fault as the HTML report
+    does, from one selection of the run's notes (``recording.shown_notes``): it named none."""
+    from openprogram_testing.report import trace_record
+
+    with ProviderEmulator() as emu:
+        emu.add(turn("hello"), faults=[Fault.no_terminal()])
+        trace = await _run(emu)
+    timeline = trace.timeline()
+    assert f"! fault injected: {Fault.no_terminal()!r} on emulated request 0" in timeline
+    notes = [n for r in trace_record(trace)["rounds"] for n in r["notes"]]
+    assert [n["kind"] for n in notes] == ["fault"]
+    for note in notes:
+        assert note["text"] in timeline
+    # where it happened: inside the model call, before the reply's message_end
+    lines = timeline.splitlines()
+    at = next(i for i, line in enumerate(lines) if "fault injected" in line)
+    assert "message_start assistant" in "\n".join(lines[:at])
+    assert "message_end assistant" in "\n".join(lines[at:])
