@@ -173,6 +173,12 @@ class MessageQueue:
                 return taken
             return [self._items.popleft()] if self._items else []
 
+    def put_back(self, messages: Sequence[UserMessage]) -> None:
+        """Return ``messages`` (taken by one poll that could not hand them over) to the front
+        of the queue, in their order, ahead of anything queued since."""
+        with self._lock:
+            self._items.extendleft(reversed(messages))
+
     def clear(self) -> list[UserMessage]:
         """Remove and return everything queued."""
         with self._lock:

@@ -34,7 +34,6 @@ import contextlib
 import inspect
 import itertools
 import sys
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -600,7 +599,13 @@ def _told_source(
     queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...]
 ) -> MessageSource:
     """``_with_queue``'s source when observers want each ``Handover`` as it happens: it takes
-    the ``PollPoint`` (to say where) and polls ``source`` as ``_with_queue`` would."""
+    the ``PollPoint`` (to say where) and polls ``source`` as ``_with_queue`` would.
+
+    An observer that raises fails the run, as an observer of events does (one rule for every
+    observer; a warning would let an observer's own check pass unseen): the poll raises, which
+    ends the run as a raising steering source does.  Nothing is lost on the way: what this poll
+    took from the queue and from ``source`` goes back to the front of the queue, in order
+    (``runtime.queued_steering``/``queued_follow_ups``: the next ``exec`` delivers it)."""
     takes_point = wants_poll_point(source)
 
     async def source_and_queue(point: PollPoint) -> list[UserMessage | str]:
@@ -610,17 +615,15 @@ def _told_source(
         taken = queue.take()
         if taken:
             handover = Handover(point, tuple(taken))
-            for tell in told:
-                try:
+            try:
+                for tell in told:
                     outcome = tell(handover)
                     if inspect.isawaitable(outcome):
                         await outcome
-                except Exception as exc:  # observing a run must not lose what it was handed
-                    warnings.warn(
-                        f"run observer {tell!r} failed: {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+            except BaseException:
+                from_source = user_messages(polled, "a polled message") if polled else []
+                queue.put_back([*from_source, *taken])
+                raise
         return [*(polled or ()), *taken]
 
     return source_and_queue

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from typing import Any
 
 import pytest
@@ -481,3 +482,56 @@ def test_an_observer_is_told_what_each_run_takes_from_the_queues_when_it_takes_i
     assert record is not None
     delivered = [m for m in record.messages if m.role == "user"][1:]
     assert [m.text for m in delivered] == ["first", "second", "and then?"]
+
+
+class _Refusing:
+    """An observer that raises: on a chosen event type, or when told of a hand-over."""
+
+    def __init__(self, on: str | None = None) -> None:
+        self.on = on
+
+    def __call__(self, info: RunInfo, event: AgentEvent) -> None:
+        if event.type == self.on:
+            raise LookupError(f"observer refused {event.type}")
+
+    def handed_over(self, handover: Handover) -> None:
+        if self.on is None:
+            raise LookupError("observer refused the hand-over")
+
+
+@pytest.mark.parametrize("where", ["observe", "observe_all"])
+@pytest.mark.parametrize("on", ["turn_end", None])
+def test_a_raising_observer_fails_the_run_whether_it_observes_events_or_hand_overs(
+    where: str, on: str | None
+) -> None:
+    """One rule (docs/decisions.md): an observer's exception is the run's, under ``observe`` and
+    ``observe_all``, for an event and for a hand-over (which only warned), and what the
+    failing poll took from the queue is not lost: it is queued again, in order."""
+    runtime, _provider, tool = _steered_runtime()
+    observer = _Refusing(on)
+    scope = runtime.observe(observer) if where == "observe" else Runtime.observe_all(observer)
+    ends: list[AgentEvent] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning instead of the failure fails this test
+        with runtime.observe(lambda info, e: ends.append(e) if e.type == "agent_end" else None):
+            with scope, pytest.raises(LookupError, match="observer refused"):
+                runtime.exec("go", tools=[tool])
+    if on is None:  # the poll that took "first" failed: both messages are still queued
+        assert [m.text for m in runtime.queued_steering] == ["first", "second"]
+        (end,) = ends  # the run ended as a raising source ends it
+        assert end.termination == "error"  # type: ignore[union-attr]
+        assert end.undelivered == []  # type: ignore[union-attr]
+
+
+def test_what_a_source_returned_at_a_failing_hand_over_is_queued_again_too() -> None:
+    runtime, _provider, tool = _steered_runtime()
+    polls: list[int] = []
+
+    def source() -> list[str]:
+        polls.append(1)
+        return ["from the source"] if len(polls) == 2 else []
+
+    runtime.get_steering_messages = source
+    with runtime.observe(_Refusing()), pytest.raises(LookupError):
+        runtime.exec("go", tools=[tool])
+    assert [m.text for m in runtime.queued_steering] == ["from the source", "first", "second"]
