@@ -58,11 +58,13 @@ def scaffold(
     except ScaffoldError as exc:
         raise UsageProblem(f"cannot scaffold {cassette}: {exc}") from None
     trace = result.trace
+    nested = sum(1 for _ in result.tree.walk()) - 1 if result.tree is not None else 0
+    runs = f"; {nested} nested run(s), each expected" if nested else ""
     out.print(
         f"scenario written to {escape(str(out_file))}: it passes as written "
         f"(termination {trace.termination}, {trace.model_calls} model call(s), "
-        f"{len(trace.tool_calls)} tool call(s)); loosen its expectations where variation is "
-        "harmless"
+        f"{len(trace.tool_calls)} tool call(s){runs}); loosen its expectations where variation "
+        "is harmless"
     )
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from openprogram.texts import clip
+
 from ..cassettes.files import recorded_body_text
 from ..matchers import as_written
 
@@ -97,6 +99,89 @@ def _first_loop(requests: list[Any]) -> int:
             break
         n += 1
     return n
+
+
+@dataclass(slots=True)
+class RecordedRun:
+    """One loop run of a recording, read from its requests: the interactions it made (by
+    index; a retry of the same request is not another model call), the tools its first request
+    offered, and the runs started while it waited for its tools (``children``, nested
+    ``Runtime.exec`` runs), in start order."""
+
+    interactions: list[int]
+    tools: list[str]
+    prompt: str
+    children: list[RecordedRun]
+    calls: int = 1
+
+    def walk(self, depth: int = 0) -> Any:
+        """``(depth, run)`` for this run and every run below it, depth first in start order
+        (the order ``TraceTree.walk`` visits a replay)."""
+        yield depth, self
+        for child in self.children:
+            yield from child.walk(depth + 1)
+
+
+def _history(request: Any) -> list[tuple[str, str, tuple[str, ...]]]:
+    """What a request's history says, message by message: role, text and the names of the
+    calls an assistant message made (what a continuation of a run must repeat)."""
+    out = []
+    for m in request.messages:
+        calls = tuple(c.name for c in getattr(m, "tool_calls", ()) or ())
+        out.append((str(getattr(m, "role", "")), str(getattr(m, "text", "")), calls))
+    return out
+
+
+def recorded_runs(requests: list[Any]) -> RecordedRun | None:
+    """The recording's runs as a tree (``None``: a request body cannot be read, so the shape is
+    unknown).  A request continues the innermost open run whose history it repeats and extends;
+    the same history again is a retry of that run's model call; anything else is a new run,
+    nested in the innermost open run (it was started while that run's tools ran), or, when
+    none is open, a second outermost run, which ends the reading (it is not part of the first
+    run's test)."""
+    if not requests or any(r is None for r in requests):
+        return None
+    histories = [_history(r) for r in requests]
+
+    def start(n: int) -> RecordedRun:
+        first = histories[n][0][1] if histories[n] else ""
+        return RecordedRun([n], [t.name for t in requests[n].tools], first, [])
+
+    root = start(0)
+    stack = [root]
+    last = {id(root): histories[0]}
+    for n in range(1, len(requests)):
+        now = histories[n]
+        while stack:
+            run = stack[-1]
+            before = last[id(run)]
+            if now == before:  # the same request again: a retry, not another model call
+                run.interactions.append(n)
+                break
+            if len(now) > len(before) and now[: len(before)] == before:
+                run.interactions.append(n)
+                run.calls += 1
+                last[id(run)] = now
+                break
+            if _resumes(histories, n, run, last):
+                child = start(n)
+                run.children.append(child)
+                stack.append(child)
+                last[id(child)] = now
+                break
+            stack.pop()
+        else:
+            return root  # a second outermost run: the recording's first run is complete
+    return root
+
+
+def _resumes(histories: list[Any], n: int, run: RecordedRun, last: dict[int, Any]) -> bool:
+    """Whether ``run`` goes on after interaction ``n`` (a later request extends its history):
+    then the run starting at ``n`` was nested in it."""
+    before = last[id(run)]
+    return any(
+        len(later) > len(before) and later[: len(before)] == before for later in histories[n + 1 :]
+    )
 
 
 def draft(recorded: _Recorded, cassette: str, agent: str | None) -> dict[str, Any]:
@@ -178,8 +263,9 @@ def _json_schema(value: Any) -> Any:
 
 def expectations(trace: Any) -> dict[str, Any]:
     """What the run did, as ``expect``: termination, model calls, final or error text, the
-    trajectory (strict, exact arguments; a call whose arguments were not JSON by name) and the
-    usage as budgets."""
+    trajectory (strict, exact arguments; a call whose arguments were not JSON by name), which
+    tool answered each call and whether it failed (not the text: real tools may word it
+    differently each run), and the usage as budgets."""
     from ..usage import UsageError, usage_of
 
     expect: dict[str, Any] = {"termination": trace.termination, "model_calls": trace.model_calls}
@@ -193,6 +279,16 @@ def expectations(trace: Any) -> dict[str, Any]:
         for c in trace.tool_calls
     ]
     expect["trajectory"] = {"mode": "strict", "args": "exact", "calls": calls}
+    # which tool answered each call, and whether it failed: a tool the agent stops offering
+    # ("Tool X not found") or one that starts failing is a changed run, though the model's
+    # replayed calls are the same
+    results: list[dict[str, Any]] = []
+    for r in trace.tool_results:
+        result: dict[str, Any] = {"name": r.tool_name, "is_error": bool(r.is_error)}
+        if getattr(r, "skipped", False):
+            result["skipped"] = True
+        results.append(result)
+    expect["tool_results"] = results
     try:
         used = usage_of(trace)
     except UsageError:
@@ -232,15 +328,106 @@ def scaffold_cassette(
     cassette = Path(cassette)
     out = scaffold_target(out, cassette)
     recorded = _read(cassette)
+    tree = recorded_runs(recorded.requests)
+    nested = tree is not None and bool(tree.children)
+    if nested and agent is None:
+        assert tree is not None
+        raise ScaffoldError(_nested_without_agent(tree))
     reference = os.path.relpath(cassette.resolve(), out.parent)
     data = draft(recorded, Path(reference).as_posix(), agent)
+    if nested:
+        assert tree is not None
+        data["options"]["max_iterations"] = tree.calls
     first = run_draft(out, to_yaml(data, str(cassette)), root, check=False)
-    data["cassette"]["allow_unplayed"] = first.trace.model_calls < recorded.count
+    if nested:
+        assert tree is not None
+        _same_shape(tree, first)
+    data["cassette"]["allow_unplayed"] = _played(first) < recorded.count
     data["expect"] = expectations(first.trace)
+    runs = _nested_expectations(first)
+    if runs:
+        data["expect"]["runs"] = runs
     text = to_yaml(data, str(cassette))
     result = run_draft(out, text, root, check=True)
     write_atomically(out, text)
     return result
+
+
+def _nested_without_agent(tree: RecordedRun) -> str:
+    runs = list(tree.walk())
+    first = tree.children[0]
+    return (
+        f"the recording holds {len(runs)} runs: a nested run (Runtime.exec inside a tool) starts "
+        f"at interaction {first.interactions[0]} with {clip(first.prompt, 80)!r} and offers "
+        f"{first.tools or 'no tools'}; what starts it is your agentic function's code, which a "
+        "recording cannot show and a stub would only pretend: pass --agent module:TOOLS so "
+        "your real tools run (the scenario then expects every run's calls)"
+    )
+
+
+def _played(result: Any) -> int:
+    """The model calls of the whole replay: every run of its tree."""
+    tree = getattr(result, "tree", None)
+    if tree is None:
+        return int(result.trace.model_calls)
+    return sum(int(node.trace.model_calls) for node in tree.walk())
+
+
+def _same_shape(recorded: RecordedRun, result: Any) -> None:
+    """Refuse a replay whose runs differ from the recording's: another number of runs, a run
+    at another depth, with other model calls or another menu.  The agent then does not do what
+    the recording did, and a scenario written from the replay would expect the wrong thing."""
+    tree = getattr(result, "tree", None)
+    played = (
+        [(0, result.trace)]
+        if tree is None
+        else [
+            (len(node.trace.path.split("/")) if node.trace.path else 0, node.trace)
+            for node in tree.walk()
+        ]
+    )
+    wanted = list(recorded.walk())
+    for k, ((depth, run), (got_depth, trace)) in enumerate(zip(wanted, played, strict=False)):
+        where = "the outermost run" if k == 0 else f"run {k + 1} ({trace.path or 'outermost'})"
+        if depth != got_depth:
+            raise ScaffoldError(
+                f"the replay with your tools does not follow the recording: {where} is nested "
+                f"{got_depth} deep, the recording's run {k + 1} {depth} deep"
+            )
+        if run.calls != trace.model_calls:
+            raise ScaffoldError(
+                f"the replay with your tools does not follow the recording: {where} made "
+                f"{trace.model_calls} model call(s), the recording {run.calls}"
+            )
+        missing = [
+            t for t in run.tools if trace.tool_names is not None and t not in trace.tool_names
+        ]
+        if missing:
+            raise ScaffoldError(
+                f"the replay with your tools does not follow the recording: {where} does not "
+                f"offer {missing}, which the recording offered"
+            )
+    if len(played) != len(wanted):
+        raise ScaffoldError(
+            f"the replay with your tools does not follow the recording: it made {len(played)} "
+            f"run(s), the recording {len(wanted)}"
+        )
+
+
+def _nested_expectations(result: Any) -> dict[str, Any]:
+    """``expect.runs``: what each nested run of the replay did, by its path (the first run at
+    a path, as ``expect.runs`` addresses it)."""
+    tree = getattr(result, "tree", None)
+    if tree is None:
+        return {}
+    runs: dict[str, Any] = {}
+    for node in tree.walk():
+        path = str(node.trace.path)
+        if path and path not in runs:
+            expect = expectations(node.trace)
+            expect.pop("usage", None)  # budgets count the whole tree, at the top
+            runs[path] = expect
+    return runs
 
 
 def scaffold_target(out: str | Path, source: str | Path, *, force: bool = True) -> Path:

@@ -186,7 +186,8 @@ def scenario_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
     check_record(record)
     if record.get("children"):
         raise ScaffoldError(
-            "the run started nested runs (Runtime.exec inside a tool); scaffold a cassette of it "
+            "the run started nested runs (Runtime.exec inside a tool), whose agentic tools are "
+            "code a record cannot show: scaffold a cassette of it with --agent module:TOOLS "
             "instead, or write the agentic tools by hand"
         )
     rounds = [r for r in record["rounds"] if isinstance(r, Mapping)]

@@ -4,15 +4,18 @@ shared real recording (or is refused with its reason), from the command line too
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openprogram_testing.cli import main
-from openprogram_testing.scenarios import load_scenario, run_scenario
+from openprogram_testing.scenarios import ScenarioError, load_scenario, run_scenario
 from openprogram_testing.scenarios.scaffold import ScaffoldError, scaffold_cassette
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,3 +254,144 @@ def test_an_out_the_system_cannot_take_is_a_usage_error(
         "run.json",
         "weather.yaml",
     ]
+
+
+NESTED_AGENT = '''
+from openprogram import Registry, Runtime, agentic_function, function
+
+registry = Registry()
+
+
+@function(registry=registry)
+def lookup_weather(city: str) -> str:
+    """Current weather of one city."""
+    return {"Oslo": "3 C", "Rome": "24 C"}[city]
+
+
+@function(registry=registry)
+def to_fahrenheit(celsius: float) -> float:
+    """Celsius to Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+@agentic_function(registry=registry)
+def summarize_cities(cities: list[str], runtime: Runtime) -> str:
+    """Summarise the weather of several cities."""
+    return runtime.exec("Look up " + ", ".join(cities) + " and summarise.", tools=NESTED)
+
+
+NESTED = [lookup_weather, to_fahrenheit]
+TOOLS = [lookup_weather, summarize_cities]
+'''
+"""The agent of the nested recording: an agentic tool whose body runs its own loop."""
+
+NESTED_SCRIPT = [
+    ("summarize_cities", {"cities": ["Oslo", "Rome"]}),
+    [("lookup_weather", {"city": "Oslo"}), ("lookup_weather", {"city": "Rome"})],
+    "Oslo is cold, Rome is warm.",
+    "Summary: Oslo is cold, Rome is warm.",
+]
+
+
+def _agent(project: Path, name: str, source: str) -> str:
+    (project / f"{name}.py").write_text(source, encoding="utf-8")
+    return f"{name}:TOOLS"
+
+
+@pytest.fixture
+def nested(project: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A recording of a run with a nested run (4 interactions: outer, nested, nested, outer),
+    made against the loopback emulator through the real OpenAI Chat adapter."""
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+    from openprogram_testing import ProviderEmulator, call, turn
+    from openprogram_testing.cassettes import use_cassette
+
+    monkeypatch.syspath_prepend(str(project))
+    monkeypatch.chdir(project)
+    agent = _agent(project, "nested_agent", NESTED_AGENT)
+    module = importlib.import_module("nested_agent")
+    script: list[Any] = [
+        turn(call(*NESTED_SCRIPT[0])),
+        turn(*(call(*c) for c in NESTED_SCRIPT[1])),
+        NESTED_SCRIPT[2],
+        NESTED_SCRIPT[3],
+    ]
+    with use_cassette(project / "nested.yaml", record_mode="all"), ProviderEmulator(script) as emu:
+        provider = OpenAIChatProvider(api_key="test-key", base_url=emu.openai_base_url)
+        runtime = module.Runtime(provider, "gpt-4o-mini", registry=module.registry)
+        assert runtime.exec("How is the weather?", tools=module.TOOLS) == NESTED_SCRIPT[3]
+    yield agent
+    for name in [m for m in sys.modules if m.startswith("nested_agent")]:
+        sys.modules.pop(name)
+
+
+def test_a_nested_recording_without_agent_is_refused_saying_why(
+    project: Path, nested: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ScaffoldError, match=r"holds 2 runs: a nested run .* pass --agent"):
+        scaffold_cassette(project / "nested.yaml", project / "scenario_nested.yaml")
+    assert main(["scaffold", "nested.yaml", "--out", "scenario_nested.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "starts at interaction 1 with 'Look up Oslo, Rome and summarise.'" in err
+    assert "['lookup_weather', 'to_fahrenheit']" in err
+    assert not (project / "scenario_nested.yaml").exists()
+
+
+def test_a_nested_recording_is_scaffolded_run_by_run_and_fails_when_the_agent_changes(
+    project: Path, nested: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["scaffold", "nested.yaml", "--out", "scenario_nested.yaml", "--agent", nested]) == 0
+    )
+    assert "1 nested run(s), each expected" in capsys.readouterr().out
+    out = project / "scenario_nested.yaml"
+    scenario = load_scenario(out)
+    assert scenario.cassette is not None and not scenario.cassette.allow_unplayed
+    assert scenario.options.max_iterations == 2  # the outer run's calls, not the first one's
+    expect = scenario.expect
+    assert (expect.termination, expect.model_calls) == ("completed", 2)
+    assert expect.final_text == NESTED_SCRIPT[3]
+    assert expect.runs is not None and list(expect.runs) == ["summarize_cities"]
+    inner = expect.runs["summarize_cities"]
+    assert (inner.termination, inner.model_calls, inner.final_text) == (
+        "completed",
+        2,
+        NESTED_SCRIPT[2],
+    )
+    assert inner.trajectory is not None and len(inner.trajectory.calls) == 2
+    assert run_scenario(load_scenario(out)).passed
+    # the agent stops doing what the recording did: each change fails the scaffolded test
+    changes = {
+        "no_nested_run": ('return runtime.exec("Look up "', 'return "none" or runtime.exec("Look up "'),
+        "nested_menu_changed": ("tools=NESTED)", "tools=[to_fahrenheit])"),
+        "tool_dropped": ("TOOLS = [lookup_weather, summarize_cities]", "TOOLS = [lookup_weather]"),
+        "tool_fails": ('return {"Oslo"', 'raise ValueError("down")\n    return {"Oslo"'),
+    }  # fmt: skip
+    text = out.read_text(encoding="utf-8")
+    for name, (before, after) in changes.items():
+        assert before in NESTED_AGENT
+        agent = _agent(project, f"nested_agent_{name}", NESTED_AGENT.replace(before, after))
+        changed = project / f"scenario_{name}.yaml"
+        changed.write_text(text.replace(nested, agent), encoding="utf-8")
+        try:
+            result = run_scenario(load_scenario(changed))
+        except ScenarioError as exc:  # refused as written: the run it expects cannot happen
+            assert "summarize_cities" in str(exc), name
+            continue
+        assert not result.passed, name
+
+
+def test_an_agent_that_does_not_do_what_the_recording_did_is_refused(
+    project: Path, nested: str
+) -> None:
+    flat = NESTED_AGENT.replace(
+        'return runtime.exec("Look up "', 'return "x" or runtime.exec("Look up "'
+    )
+    for name, source, says in [
+        ("nested_agent_unknown", "TOOLS = []\n", "does not offer ['lookup_weather', 'summarize"),
+        ("nested_agent_flat", flat, "made 1 run(s), the recording 2"),
+    ]:
+        agent = _agent(project, name, source)
+        with pytest.raises(ScaffoldError, match=re.escape(says)):
+            scaffold_cassette(project / "nested.yaml", project / "scenario_x.yaml", agent=agent)
+        assert not (project / "scenario_x.yaml").exists()
