@@ -40,7 +40,7 @@ from ..wire.base import EXHAUSTED_HEADER
 from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
-from .matching import ROUTE_MATCHERS, BodyMatch, requests_match, show
+from .matching import MISSING, ROUTE_MATCHERS, BodyMatch, requests_match, show
 from .modes import RECORD_MODES, RecordMode
 from .redaction import RedactionRules, Redactor
 
@@ -57,6 +57,13 @@ __all__ = [
 
 
 MutationSpec = Sequence[Mutation] | Mapping[int, Sequence[Mutation]]
+
+
+_AUTO_SINCE_0_2 = (
+    ' (Since 0.2.0 a YAML scenario without options.tool_choice sends "auto", as Runtime.exec '
+    "does; for a recording made without one, write options: {tool_choice: null} in the scenario.)"
+)
+"""The one body difference a 0.1 recording shows by itself: named with its migration."""
 
 
 class CassetteSession:
@@ -466,6 +473,11 @@ class CassetteSession:
                 f"{head}: the body differs from interaction {index} (the next unplayed one "
                 f"for this route) at {where}: recorded {show(old)}, got {show(new)}. "
                 + relax.replace("ignore_paths=[...]", f"ignore_paths=[{where!r}]")
+                + (
+                    _AUTO_SINCE_0_2
+                    if (where, old, new) == ("$.tool_choice", MISSING, "auto")
+                    else ""
+                )
             )
         if route:
             return (

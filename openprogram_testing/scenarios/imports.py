@@ -183,7 +183,7 @@ def load_tools(path: str, roots: Sequence[Path] = ()) -> list[Any]:
         obj = _call_factory(path, obj)
     items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
     if not isinstance(obj, (list, tuple)) and not is_tool(obj):
-        raise ImportProblem(f"{path!r} is {_kind(obj)}, not a tool; {_TOOL_FORMS}")
+        raise ImportProblem(f"{path!r} is {_kind(obj)}, not a tool; {_TOOL_FORMS}{_unmarked(obj)}")
     for i, item in enumerate(items):
         if not is_tool(item):
             raise ImportProblem(f"{path!r}[{i}] is {_kind(item)}, not a tool; {_TOOL_FORMS}")
@@ -199,6 +199,16 @@ _TOOL_FORMS = (
     ".spec and .execute, a list of those, or a @scenario_factory returning one (a scenario calls "
     "nothing else)"
 )
+
+
+def _unmarked(obj: Any) -> str:
+    """What to change when ``obj`` is a function 0.1 would have called as a factory."""
+    if not inspect.isfunction(obj):
+        return ""
+    return (
+        "; 0.1 called an unmarked function here, 0.2.0 calls only a marked one: if it builds "
+        "the tools, decorate it with @scenario_factory (from openprogram_testing)"
+    )
 
 
 def _kind(obj: Any) -> str:

@@ -128,6 +128,13 @@ def _with_assertion(snapshot: Any, trace: Any, hint: str) -> tuple[str | None, b
 
 def _failure(location: str, stored: Any, data: Any, hint: str) -> str:
     if stored is None:
+        old = _place_in_0_1(Path(location))
+        if old.is_file():
+            return (
+                f"expect.snapshot: a scenario's snapshot is stored at {location} since 0.2.0 "
+                f"(syrupy's store); found it at its 0.1 place {old}: move it (git mv {old} "
+                f"{location}), then run with {hint} if the trace differs"
+            )
         return f"expect.snapshot: no snapshot stored at {location}; run with {hint} to write it"
     diff = difflib.unified_diff(
         str(stored).splitlines(), str(data).splitlines(), "stored", "this run", lineterm="", n=2
@@ -146,6 +153,13 @@ def snapshot_path(scenario: Scenario) -> Path | None:
 
     site = PyTestLocation(_Site(scenario.path, scenario.display_name))  # type: ignore[arg-type]
     return Path(ScenarioSnapshotExtension.get_location(test_location=site, index=0))
+
+
+def _place_in_0_1(location: Path) -> Path:
+    """Where 0.1 kept the snapshot now at ``location``: ``__snapshots__/<file stem>.txt``
+    rather than ``__snapshots__/<file stem>/<scenario name>.trace.txt``.  Found there, the
+    snapshot is reported with the move to make instead of as missing (CHANGELOG.md)."""
+    return location.parent.parent / f"{location.parent.name}.txt"
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``city_agent_0_1/`` is a project of its own (written against 0.1.0): its tests run in a child
-pytest from ``test_project_from_0_1.py``, never collected by this suite."""
+"""``city_agent_0_1/`` and ``scenario_0_1/`` were written against 0.1.0: the tests of this folder
+run them (a child pytest, ``run_scenario``), this suite never collects them."""
 
-collect_ignore = ["city_agent_0_1"]
+collect_ignore = ["city_agent_0_1", "scenario_0_1"]
