@@ -34,6 +34,8 @@ import contextlib
 import inspect
 import itertools
 import sys
+import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -141,6 +143,19 @@ _observing: ContextVar[tuple[RunObserver, ...]] = ContextVar(
     "openprogram_run_observers", default=()
 )
 """Observers of every run of any ``Runtime`` started in this context (``Runtime.observe_all``)."""
+_open_blocks = [0]
+"""How many ``observe_all`` blocks are open in this process, in any context: a run that starts
+while one is open and sees none in its own context warns that it is not observed."""
+_open_blocks_lock = threading.Lock()
+
+UNOBSERVED_RUN = (
+    "a Runtime run started while a Runtime.observe_all block (capture_runs, a report option) is "
+    "open, outside that block's context: the block does not see it. A thread started inside "
+    "the block without a copy of the context runs outside it; start it with "
+    "contextvars.copy_context().run(...) (or run the agent through asyncio.to_thread or "
+    "openprogram.run_sync, which copy it)."
+)
+"""The ``RuntimeWarning`` of a run that an open ``observe_all`` block cannot see."""
 _run_ids = itertools.count(1)
 
 
@@ -257,13 +272,20 @@ class Runtime:
         anyway, as ``override`` swaps its provider.  The observer lives in a context variable,
         so it reaches nested runs, tool bodies on other threads and asyncio tasks started
         inside, and never a concurrent run outside the block.  A run reads the observers once,
-        when it starts.  Blocks nest; every open block's observer is called."""
+        when it starts.  Blocks nest; every open block's observer is called.  A plain
+        ``threading.Thread`` starts with an empty context, so a run on one started inside the
+        block is outside it: such a run (any run that starts while a block is open somewhere in
+        the process and sees none) warns ``UNOBSERVED_RUN`` rather than go missing unseen."""
         if not callable(observer):
             raise TypeError(f"observe_all() takes a callable, got {observer!r}")
         token = _observing.set((*_observing.get(), observer))
+        with _open_blocks_lock:
+            _open_blocks[0] += 1
         try:
             yield observer
         finally:
+            with _open_blocks_lock:
+                _open_blocks[0] -= 1
             _observing.reset(token)
 
     @property
@@ -501,7 +523,10 @@ class Runtime:
         """Run the stream to its end, feeding the observers; returns the run's new messages.
         Tracks the tool call being executed in ``state`` (a nested ``exec`` names it)."""
         on_event = self.on_event
-        observers = (*self._observers, *_observing.get())
+        watching = _observing.get()
+        if not watching and _open_blocks[0]:
+            warnings.warn(UNOBSERVED_RUN, RuntimeWarning, stacklevel=2)
+        observers = (*self._observers, *watching)
         info = config.run_info
         async for event in stream:
             if state is not None and type(event) is ToolExecutionStart:

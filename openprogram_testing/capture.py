@@ -13,7 +13,10 @@ of pydantic-ai's ``capture_run_messages``::
 
 It observes through ``Runtime.observe_all`` (a context variable the runtime reads when a run
 starts: the runtime knows nothing of the harness), so it sees nested runs, tool bodies on other
-threads and asyncio tasks started inside the block, and no concurrent run outside it.  The pytest
+threads and asyncio tasks started inside the block, and no concurrent run outside it.  A plain
+``threading.Thread`` does not inherit the context: a run on such a thread is not captured, and
+it warns so (``RuntimeWarning``, ``openprogram.runtime.UNOBSERVED_RUN``); start the thread with
+``contextvars.copy_context().run`` (or use ``asyncio.to_thread``) and it is.  The pytest
 plugin opens one around each test when a report option is on, so such runs reach the HTML
 report and the coverage table.
 """

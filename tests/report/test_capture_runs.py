@@ -56,8 +56,9 @@ def test_runs_outside_the_block_and_beside_it_are_not_captured() -> None:
 
     with capture_runs() as runs:
         thread = threading.Thread(target=elsewhere)
-        thread.start()
-        thread.join()
+        with pytest.warns(RuntimeWarning, match="outside that block's context"):
+            thread.start()  # not captured, and it says so
+            thread.join()
         plan_trip("inside", runtime=research_runtime((5, 6)))
     plan_trip("after", runtime=research_runtime((7, 8)))
     assert beside == ["outer answer"]
@@ -214,3 +215,43 @@ def test_reading_after_each_run_builds_each_run_once(monkeypatch: pytest.MonkeyP
             assert len(runs) == i + 1 and runs[-1].final_text == "outer answer"
     assert len(built) == 2 * n  # each outer run and its nested run, once
     assert [tree.trace.messages[0].text for tree in runs] == [f"plan {i}" for i in range(n)]  # type: ignore[union-attr]
+
+
+def test_a_run_on_a_thread_started_without_the_context_warns_and_one_with_it_is_captured() -> None:
+    """A plain ``threading.Thread`` starts with an empty context, so the block cannot see a run
+    on it: that run says so (it went missing from the capture and the report in silence); a
+    thread started with a copy of the context is captured."""
+    import contextvars
+    import warnings
+
+    from openprogram.runtime import UNOBSERVED_RUN
+
+    def in_thread(target: Any) -> list[str]:
+        answers: list[str] = []
+        caught: list[warnings.WarningMessage] = []
+
+        def body() -> None:
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                answers.append(plan_trip("plan it", runtime=research_runtime((1, 2))))
+            caught.extend(seen)
+
+        thread = threading.Thread(target=target(body))
+        thread.start()
+        thread.join(30)
+        assert answers == ["outer answer"]
+        return [str(w.message) for w in caught if w.category is RuntimeWarning]
+
+    with capture_runs() as runs:
+        plain = in_thread(lambda body: body)
+    assert len(runs) == 0
+    assert plain and set(plain) == {UNOBSERVED_RUN}
+    assert "copy_context" in UNOBSERVED_RUN  # it says what to do
+
+    with capture_runs() as runs:
+        context = contextvars.copy_context()  # here, inside the block
+        copied = in_thread(lambda body: lambda: context.run(body))
+    assert copied == [] and len(runs) == 1 and runs[0].final_text == "outer answer"
+
+    # with no block open, a run on a plain thread has nothing to warn about
+    assert in_thread(lambda body: body) == []
