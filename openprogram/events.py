@@ -195,6 +195,14 @@ class EventStream(Generic[E, R]):
     def __await__(self) -> Generator[Any, None, R]:
         return self.result().__await__()
 
+    async def aclose(self) -> None:
+        """Close the producer where it stands: a consumer that stops iterating early (an
+        observer of the run raised) releases what the producer holds (a provider's open
+        stream) now, not whenever the garbage collector finalizes it."""
+        close = getattr(self._gen, "aclose", None)
+        if close is not None:
+            await close()
+
 
 __all__ = [
     "AgentEnd",

@@ -528,21 +528,28 @@ class Runtime:
             warnings.warn(UNOBSERVED_RUN, RuntimeWarning, stacklevel=2)
         observers = (*self._observers, *watching)
         info = config.run_info
-        async for event in stream:
-            if state is not None and type(event) is ToolExecutionStart:
-                state.call_id = event.tool_call_id
-                state.call_name = event.tool_name
-            # ``is not None`` first: most observers return nothing, and ``isawaitable`` on
-            # ``None`` costs an ABC check per event per observer.
-            if on_event is not None:
-                outcome = on_event(event)
-                if outcome is not None and inspect.isawaitable(outcome):
-                    await outcome
-            if observers and info is not None:
-                for observer in observers:
-                    outcome = observer(info, event)
+        try:
+            async for event in stream:
+                if state is not None and type(event) is ToolExecutionStart:
+                    state.call_id = event.tool_call_id
+                    state.call_name = event.tool_name
+                # ``is not None`` first: most observers return nothing, and ``isawaitable`` on
+                # ``None`` costs an ABC check per event per observer.
+                if on_event is not None:
+                    outcome = on_event(event)
                     if outcome is not None and inspect.isawaitable(outcome):
                         await outcome
+                if observers and info is not None:
+                    for observer in observers:
+                        outcome = observer(info, event)
+                        if outcome is not None and inspect.isawaitable(outcome):
+                            await outcome
+        except BaseException:
+            # A callback or an observer raised (it fails the run): the run stops where it
+            # stands, and closing it now releases its provider stream here, on this loop,
+            # rather than in a finalizer the garbage collector runs at some later point.
+            await stream.aclose()
+            raise
         if state is not None:
             state.call_id = state.call_name = None
         return await stream.result()

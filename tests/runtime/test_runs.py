@@ -535,3 +535,26 @@ def test_what_a_source_returned_at_a_failing_hand_over_is_queued_again_too() -> 
     with runtime.observe(_Refusing()), pytest.raises(LookupError):
         runtime.exec("go", tools=[tool])
     assert [m.text for m in runtime.queued_steering] == ["from the source", "first", "second"]
+
+
+def test_a_raising_observer_closes_the_providers_stream_at_once() -> None:
+    """The run stops where the observer raised and its provider stream is closed then (it was
+    left to a garbage-collector finalizer, which could run in the middle of anything)."""
+    closed: list[str] = []
+    scripted = ScriptedProvider(["a long answer"])
+
+    class Holding:
+        def stream(self, model: str, context: Any, options: Any) -> Any:
+            async def events() -> Any:
+                try:
+                    async for event in scripted.stream(model, context, options):
+                        yield event
+                finally:
+                    closed.append("closed")
+
+            return events()
+
+    runtime = Runtime(Holding(), "m")  # type: ignore[arg-type]
+    with runtime.observe(_Refusing("message_update")), pytest.raises(LookupError):
+        runtime.exec("go")
+    assert closed == ["closed"]
