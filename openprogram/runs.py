@@ -20,10 +20,10 @@ import threading
 import types
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from .types import UserMessage
+from .types import ToolSpec, UserMessage
 
 RunKind: TypeAlias = Literal["exec", "choices"]
 HookKind: TypeAlias = Literal["steering", "follow_up"]
@@ -43,7 +43,12 @@ class RunInfo:
     - ``kind``: ``"exec"`` (the work) or ``"choices"`` (one ask of the ``choices=`` decision);
     - ``tools``: the names of the tools the run offers the model, in menu order (a nested run
       its own menu, a ``choices`` ask its ``choose`` tool), so an observer can tell a call of
-      a tool that is not offered from one of a tool that failed.
+      a tool that is not offered from one of a tool that failed;
+    - ``system_prompt``, ``tool_choice`` and ``tool_specs``: the rest of what every model call of
+      the run is sent besides the conversation (the loop builds them once per run), so an
+      observer (a trace snapshot) sees a changed prompt, menu or ``tool_choice`` even when the
+      model happens to answer the same.  Left out of equality and hashing: they describe the
+      run, they do not name it.
     """
 
     run_id: str
@@ -53,6 +58,9 @@ class RunInfo:
     tool_name: str | None = None
     kind: RunKind = "exec"
     tools: tuple[str, ...] = ()
+    system_prompt: str | None = field(default=None, compare=False)
+    tool_choice: str | dict[str, Any] | None = field(default=None, compare=False)
+    tool_specs: tuple[ToolSpec, ...] = field(default=(), compare=False)
 
     @property
     def outermost(self) -> bool:

@@ -416,6 +416,9 @@ class Runtime:
             parent.call_id if parent is not None else None,
             parent.call_name if parent is not None else None,
             tools=tuple(names),
+            system_prompt=self.system_prompt,
+            tool_choice=choice,
+            tool_specs=tuple(t.spec for t in menu),
         )
         state = _RunState(info)
         token = cancel or self.cancel or _current_cancel.get()
@@ -563,10 +566,18 @@ class Runtime:
         work: RunInfo,
     ) -> Any:
         def make_config() -> LoopConfig:
+            choice = {"type": "function", "name": CHOOSE_TOOL}
             info = RunInfo(
-                f"run-{next(_run_ids)}", work.run_id, work.depth, kind=_CHOICES, tools=_CHOOSE
+                f"run-{next(_run_ids)}",
+                work.run_id,
+                work.depth,
+                kind=_CHOICES,
+                tools=_CHOOSE,
+                system_prompt=context.system_prompt,
+                tool_choice=choice,
+                tool_specs=tuple(t.spec for t in normalize_tools(context.tools)),
             )
-            return self._config({"type": "function", "name": CHOOSE_TOOL}, False, 1, cancel, info)
+            return self._config(choice, False, 1, cancel, info)
 
         return await decide(decision, context, record, make_config, self._drain, self)
 

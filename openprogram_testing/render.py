@@ -42,6 +42,7 @@ from openprogram.types import (
     UserMessage,
 )
 
+from .model_input import ModelInput, schema_digest
 from .recording import FAULT, SERVED_FROM_SCRIPT, shown_notes
 from .rounds import Origins, ReadableTrace, split_rounds
 
@@ -68,6 +69,8 @@ class RenderableTrace(ReadableTrace, Protocol):
     def cap(self) -> int: ...
     @property
     def steering_mode(self) -> str: ...
+    @property
+    def model_input(self) -> ModelInput | None: ...
 
 
 class _RunInfo(Protocol):
@@ -92,6 +95,13 @@ class RenderableTree(Protocol):
     @property
     def path(self) -> str: ...
 
+
+SNAPSHOT_HEADER = "# openprogram trace v"
+SNAPSHOT_FORMAT = 2
+"""The snapshot format version, written in every snapshot's first line.  2 added the ``sent``
+line of each run (what its model calls received besides the conversation); a snapshot of
+another version is refused with the way to re-write it (``snapshot_format_problem``), never
+compared line by line."""
 
 TIMELINE_TEXT_LIMIT = 120
 SNAPSHOT_TEXT_LIMIT = 300
@@ -279,6 +289,28 @@ class _Renderer:
         limit = SNAPSHOT_RESULT_LIMIT if self.snapshot else TIMELINE_TEXT_LIMIT
         return f"{self.cid(r.tool_call_id)} {r.tool_name} {status} {self.content(r.content, limit)}"
 
+    def sent(self) -> None:
+        """The line of what every model call of the run was sent besides the conversation
+        (``ModelInput``), when the trace knows it: a changed system prompt, menu or
+        ``tool_choice`` changes the snapshot even when the model answers the same."""
+        sent = getattr(self.trace, "model_input", None)
+        if sent is None:
+            return
+        if sent.system_prompt is None:
+            system = "none"
+        else:
+            system = self.q(sent.system_prompt, SNAPSHOT_TEXT_LIMIT)
+            if len(sent.system_prompt) > SNAPSHOT_TEXT_LIMIT:  # a change past the cut shows too
+                system += f" sha={schema_digest([{'system': sent.system_prompt}])}"
+        choice = json.dumps(sent.tool_choice, sort_keys=True, ensure_ascii=False, default=repr)
+        tools = ", ".join(sent.tool_names)
+        self.add(
+            "",
+            1,
+            f"sent system={system} tools=[{tools}] tool_choice={choice} "
+            f"schemas={sent.schema_digest}",
+        )
+
     def flush_stream(self) -> None:
         if self.stream is not None:
             self.add("", self.stream[0], self.stream[1], "dim")
@@ -301,6 +333,8 @@ class _Renderer:
             if isinstance(e, AgentStart):
                 depth = 0
                 self.add(num, 0, "agent_start", "bold")
+                if self.snapshot:
+                    self.sent()
             elif isinstance(e, TurnStart):
                 self.add(num, 0, f"turn_start round {self.round_of[i]}", "bold cyan")
                 depth = 1
@@ -462,12 +496,34 @@ def render_snapshot(subject: RenderableTrace | RenderableTree) -> str:
     trace = r.trace
     lines = r.run()
     runs = f" runs={r.counter[0] + 1}" if r.node is not None else ""
-    header = [f"# openprogram trace v1: cap={trace.cap} steering_mode={trace.steering_mode}{runs}"]
+    header = [
+        f"{SNAPSHOT_HEADER}{SNAPSHOT_FORMAT}: cap={trace.cap} "
+        f"steering_mode={trace.steering_mode}{runs}"
+    ]
     if trace.schedule is not None and trace.schedule.pending:
         header.extend(
             f"# pending schedule entry: {r.norm(e.describe())}" for e in trace.schedule.pending
         )
     return "\n".join([*header, _plain(lines, numbered=False)]) + "\n"
+
+
+def snapshot_format_problem(stored: str, *, update_hint: str = "--snapshot-update") -> str | None:
+    """Why a stored snapshot cannot be compared with one rendered now (its header names another
+    format version), else ``None``.  Every format change makes every stored snapshot differ; a
+    line diff of that would bury the one thing to do, so the message says it.  A stored text
+    without the header (a string a test stored as is) is compared as usual."""
+    first = stored.split("\n", 1)[0]
+    if not first.startswith(SNAPSHOT_HEADER):
+        return None
+    version = first[len(SNAPSHOT_HEADER) :].split(":", 1)[0]
+    if version == str(SNAPSHOT_FORMAT):
+        return None
+    return (
+        f"the stored snapshot is in trace format v{clip(version, 20)} and this harness writes "
+        f"v{SNAPSHOT_FORMAT} (v2 added each run's 'sent' line: system prompt, offered tools, "
+        f"tool_choice, schema digest); run once with {update_hint} to re-write it, then review "
+        "the new lines"
+    )
 
 
 def want_color() -> bool:
@@ -484,4 +540,10 @@ def want_color() -> bool:
     return bool(stream is not None and stream.isatty() and os.environ.get("TERM") != "dumb")
 
 
-__all__ = ["render_snapshot", "render_timeline", "want_color"]
+__all__ = [
+    "SNAPSHOT_FORMAT",
+    "render_snapshot",
+    "render_timeline",
+    "snapshot_format_problem",
+    "want_color",
+]

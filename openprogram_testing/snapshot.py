@@ -29,7 +29,7 @@ from syrupy.types import SnapshotIndex
 
 from .filenames import STEM_BUDGET, safe_stem
 from .paths import confined, snapshot_root
-from .render import render_snapshot
+from .render import render_snapshot, snapshot_format_problem
 from .trace import LoopTrace
 from .tree import TraceTree
 
@@ -130,7 +130,11 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         """Each changed line whole, the differing part marked (syrupy's own diff cuts a long
         line before the change).  Kept for the report section too: pytest truncates an
         assertion's explanation at default verbosity, the section is shown whole."""
-        lines = marked_diff(str(serialized_data), str(snapshot_data))
+        problem = snapshot_format_problem(str(snapshot_data))
+        if problem is not None:  # an old format: say what to do, not every changed line
+            lines = [problem]
+        else:
+            lines = marked_diff(str(serialized_data), str(snapshot_data))
         PENDING_DIFFS.append(lines)
         yield from lines
 

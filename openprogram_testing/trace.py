@@ -42,6 +42,7 @@ from openprogram.types import (
 )
 
 from .failures import TimelineNote
+from .model_input import ModelInput
 from .recording import Annotation, announce_trace, recording
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
@@ -84,6 +85,9 @@ class LoopTrace:
     tool_names: list[str] | None = None
     system_prompt: str | None = None
     handed_over: list[Delivery] | None = None
+    # What every model call of the run was sent besides the conversation (system prompt, tool
+    # menu, tool_choice, schema digest); ``None`` when not known (a trace built from events).
+    model_input: ModelInput | None = None
     # The ``Runtime`` run this trace records (``None`` for a bare loop run) and its tool path,
     # written as ``tree["a/b"]`` takes it (``""`` for the outermost run; see
     # ``openprogram_testing.tree``).
@@ -286,6 +290,7 @@ async def run_loop(
         requests=requests,
     )
     trace.system_prompt = system_prompt
+    trace.model_input = ModelInput.of(system_prompt, tool_choice, (t.spec for t in agent_tools))
     trace.event_times = times
     trace.annotations = annotations
     if schedule is not None:

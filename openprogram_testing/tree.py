@@ -31,6 +31,7 @@ from openprogram.types import AssistantMessage, UserMessage
 
 from .failures import TimelineNote
 from .invariants import check_invariants as check_tree_invariants
+from .model_input import ModelInput
 from .recording import NESTED_RUN, Annotation, annotate, announce_trace, recording
 from .render import render_snapshot, render_timeline
 from .rounds import opening_prompts
@@ -320,6 +321,7 @@ def build_trees(
         trace.event_times = recorder.times[run_id]
         trace.annotations = recorder.annotations[run_id]
         trace.system_prompt = getattr(owner, "system_prompt", None)
+        trace.model_input = ModelInput.of(info.system_prompt, info.tool_choice, info.tool_specs)
         if cap is None and trace.termination == "max_iterations":  # it ended at its own cap
             trace.cap = trace.model_calls
         trace.run = info

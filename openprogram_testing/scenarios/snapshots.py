@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..render import snapshot_format_problem
 from ..snapshot import TraceSnapshotExtension
 from .model import Scenario
 
@@ -136,6 +137,9 @@ def _failure(location: str, stored: Any, data: Any, hint: str) -> str:
                 f"{location}), then run with {hint} if the trace differs"
             )
         return f"expect.snapshot: no snapshot stored at {location}; run with {hint} to write it"
+    problem = snapshot_format_problem(str(stored), update_hint=hint)
+    if problem is not None:
+        return f"expect.snapshot: {location}: {problem}"
     diff = difflib.unified_diff(
         str(stored).splitlines(), str(data).splitlines(), "stored", "this run", lineterm="", n=2
     )

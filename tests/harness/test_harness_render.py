@@ -16,6 +16,10 @@ from openprogram_testing import (
 from openprogram_testing.snapshot import TraceSnapshotExtension
 from tests.harness._harness import add_tool
 
+LOOKUP_DIGEST = "31241726d11f0ca3"
+"""The schema digest of ``lookup`` below, written out: a change of the digest itself changes
+every stored snapshot, so it is a format change (``SNAPSHOT_FORMAT``), never a silent one."""
+
 
 def _run(
     ids: tuple[str, str], *, chunk: int | None = None, usage: int = 0, signature: str = "sig-1"
@@ -69,8 +73,9 @@ def test_snapshot_normalises_ids_usage_signatures_and_chunking() -> None:
 def test_snapshot_layout() -> None:
     snap = render_snapshot(_run(("c-one", "c-two")))
     assert snap.splitlines() == [
-        "# openprogram trace v1: cap=50 steering_mode=skip",
+        "# openprogram trace v2: cap=50 steering_mode=skip",
         "agent_start",
+        f"  sent system=none tools=[lookup] tool_choice=null schemas={LOOKUP_DIGEST}",
         "turn_start round 0",
         '  prompt "find a and b"',
         "  assistant stop=toolUse",

@@ -58,7 +58,7 @@ def test_x(text, trace_snapshot):
     files = sorted(pytester.path.glob("__snapshots__/test_names/*.trace.txt"))
     assert len(files) == len(IDS), [f.name for f in files]
     assert all(len(f.name.encode("utf-8")) <= 255 for f in files)
-    texts = {f.read_text(encoding="utf-8").splitlines()[5] for f in files}
+    texts = {f.read_text(encoding="utf-8").splitlines()[6] for f in files}
     assert len(texts) == len(IDS)  # each file holds its own test's trace
     again = pytester.runpytest_subprocess(*BASE, *LEAN, "-n", "2")
     again.assert_outcomes(passed=len(IDS))

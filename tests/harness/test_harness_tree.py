@@ -107,8 +107,8 @@ def test_timeline_and_snapshot_show_nested_runs_as_indented_lanes() -> None:
     end = next(i for i, line in enumerate(lines) if "tool_execution_end call_0 research" in line)
     assert end > lines.index(inner[-1]) and not lines[end].startswith("r1")
     snap = tree.snapshot_text()
-    assert snap.startswith("# openprogram trace v1: cap=50 steering_mode=skip runs=2\n")
-    assert "    ┌ run research (call call#1, depth 1)\n      agent_start\n" in snap
+    assert snap.startswith("# openprogram trace v2: cap=50 steering_mode=skip runs=2\n")
+    assert "    ┌ run research (call call#1, depth 1)\n      agent_start\n        sent " in snap
     assert '        prompt "research cats"' in snap
     assert "call_0" not in snap  # ids normalised across the whole tree
 
