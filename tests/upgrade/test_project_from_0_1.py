@@ -55,13 +55,18 @@ def test_the_0_1_project_passes_or_fails_naming_the_change(tmp_path: Path) -> No
     shutil.copytree(OLD_PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
 
     code, out = _pytest(project)
-    # Everything but the cassette test passes unchanged: the scripted runs, steering into the
-    # nested run, the committed trace-tree snapshot (compared, not rewritten), the property
-    # tests and the YAML scenario over the real tools.
-    assert code == 1 and "8 passed, 1 error" in out, out
-    assert "1 snapshot passed" in out, out
-    assert not re.search(r"\d+ snapshots? (written|updated|failed|unused)", out), out
-    # The one failure is CHANGELOG.md's "Default cassette names are path-aware", saying what
+    # Everything but the cassette test and the trace snapshot passes unchanged: the scripted
+    # runs, steering into the nested run, the property tests and the YAML scenario over the
+    # real tools.
+    assert code == 1 and "1 failed, 7 passed, 1 error" in out, out
+    assert not re.search(r"\d+ snapshots? (written|updated|unused)", out), out
+    # The committed trace-tree snapshot is CHANGELOG.md's "Trace snapshots are format v2": it
+    # fails saying so and what to run, not with a diff.
+    (snapshot,) = re.findall(r"^FAILED (\S+)", out, re.M)
+    assert snapshot == "tests/test_agent.py::test_the_trace_tree_snapshot", out
+    assert "trace format v1 and this harness writes v2" in out, out
+    assert "run once with --snapshot-update" in out, out
+    # The other failure is CHANGELOG.md's "Default cassette names are path-aware", saying what
     # changed and the move to make.
     (failed,) = re.findall(r"^ERROR (\S+)", out, re.M)
     assert failed == "tests/test_cassette.py::test_replayed_from_the_cassette", out
@@ -74,5 +79,11 @@ def test_the_0_1_project_passes_or_fails_naming_the_change(tmp_path: Path) -> No
     old, new = (project / p for p in shlex.split(f"{move[1]} {move[2]}"))
     new.parent.mkdir(parents=True, exist_ok=True)
     old.rename(new)
+    code, out = _pytest(project, "--snapshot-update")
+    assert code == 0 and "9 passed" in out and "1 snapshot updated" in out, out
+    snapshot_file = (
+        project / "tests/__snapshots__/test_agent/test_the_trace_tree_snapshot.trace.txt"
+    )
+    assert snapshot_file.read_text().startswith("# openprogram trace v2"), out
     code, out = _pytest(project)
     assert code == 0 and "9 passed" in out and "1 snapshot passed" in out, out
