@@ -294,8 +294,9 @@ def _operator(value: Mapping[Any, Any], operators: list[str], root: str, at: _Wh
         )
     try:
         return Approx(value["$approx"], abs=value.get("$abs", 0.0), rel=value.get("$rel", 0.0))
-    except ValueError as exc:
-        raise MatcherError(where(), str(exc), "$approx") from None
+    except ValueError as exc:  # the message names the operator at fault: "($abs)"
+        at_fault = next((k for k in ("$abs", "$rel") if f"({k})" in str(exc)), "$approx")
+        raise MatcherError(where(), str(exc), at_fault) from None
 
 
 def _near(name: str) -> str:

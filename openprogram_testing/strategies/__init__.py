@@ -57,6 +57,11 @@ from .hostile import (
     hostile_records,
     hostile_scenarios,
 )
+from .hostile_matchers import (
+    HostileExpectation,
+    check_hostile_expectation,
+    hostile_expectations,
+)
 from .model import GenCall, GeneratedScenario, GenSteering, GenTool, GenTurn
 from .oracle import Expected, ExpectedResult
 from .profiles import PROFILES, active_profile, load_profile, property_settings, register_profiles
@@ -89,6 +94,7 @@ __all__ = [
     "GenTool",
     "GenTurn",
     "GeneratedScenario",
+    "HostileExpectation",
     "HostileScenario",
     "Hostility",
     "InjectedToolFailure",
@@ -100,6 +106,7 @@ __all__ = [
     "agent_scenarios",
     "check_agent",
     "check_agent_run",
+    "check_hostile_expectation",
     "check_hostile_run",
     "check_outcome",
     "check_rules",
@@ -108,6 +115,7 @@ __all__ = [
     "exact_script",
     "failure_dir",
     "gen_tools",
+    "hostile_expectations",
     "hostile_records",
     "hostile_scenarios",
     "import_path",
