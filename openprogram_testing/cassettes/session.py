@@ -52,6 +52,7 @@ __all__ = [
     "CassetteSession",
     "MutationSpec",
     "RecordMode",
+    "recorded_response",
     "use_cassette",
 ]
 
@@ -347,22 +348,8 @@ class CassetteSession:
         ``_disconnect`` for the httpx stream."""
         self.played.append(index)
         mutations = self._mutations_for(index)
-        body = recorded["body"]["string"]
-        if body is None:
-            body = b""
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        response = MutableResponse(
-            status=int(recorded["status"]["code"]),
-            reason=str(recorded["status"].get("message") or ""),
-            headers=headers_as_lists(recorded.get("headers") or {}),
-            body=body,
-            path=urlsplit(uri).path,
-        )
+        response = recorded_response(recorded, uri, decoded=bool(mutations))
         if mutations:
-            _decompress(response)
-            with contextlib.suppress(UnicodeDecodeError):
-                response.body = response.body_bytes().decode("utf-8")
             try:
                 apply_mutations(response, mutations)
             except FaultError as exc:
@@ -532,6 +519,31 @@ def _annotate(index: int, uri: str, status: int, mutations: list[Mutation]) -> N
     annotate(CASSETTE, f"interaction {index}: {uri} -> HTTP {status}")
     for mutation in mutations:
         annotate(FAULT, f"{mutation!r} on interaction {index}")
+
+
+def recorded_response(recorded: Mapping[str, Any], uri: str, *, decoded: bool) -> MutableResponse:
+    """The recorded response (vcrpy's response dict) as a ``MutableResponse`` for ``uri``;
+    ``decoded``: its body decompressed and, when it is UTF-8, text, as the mutations read it.
+    The one construction for replay (``serve``) and for checking a fault against a recording
+    before any run (``scenarios.checks``)."""
+    body = (recorded.get("body") or {}).get("string")
+    if body is None:
+        body = b""
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    status = recorded.get("status") or {}
+    response = MutableResponse(
+        status=int(status.get("code") or 200),
+        reason=str(status.get("message") or ""),
+        headers=headers_as_lists(recorded.get("headers") or {}),
+        body=body,
+        path=urlsplit(uri).path,
+    )
+    if decoded:
+        _decompress(response)
+        with contextlib.suppress(UnicodeDecodeError):
+            response.body = response.body_bytes().decode("utf-8")
+    return response
 
 
 def _decompress(response: MutableResponse) -> None:

@@ -369,6 +369,17 @@ def _check_cassette(scenario: Scenario, found: Found) -> None:
             )
             continue
         targets = [fault.interaction] if fault.interaction is not None else range(len(interactions))
+        if fault.garble_tool_arguments is not None:
+            for t in targets:
+                problem = _garble_problem(interactions[t], fault.garble_tool_arguments)
+                if problem is not None:
+                    found.append(
+                        (
+                            ("cassette", "faults", k, "garble_tool_arguments"),
+                            f"interaction {t}: {problem}",
+                        )
+                    )
+                    break
         for name, allow_end in _FRAME_FIELDS:
             index = getattr(fault, name)
             if index is None or isinstance(index, bool):
@@ -387,6 +398,25 @@ def _check_cassette(scenario: Scenario, found: Found) -> None:
                         )
                     )
                     break
+
+
+def _garble_problem(interaction: dict[str, Any], i: int) -> str | None:
+    """Why garbling tool call ``i`` of ``interaction``'s recorded response fails (no such call,
+    an API whose calls arrive whole, not a stream), found by applying the fault to a copy, as
+    the replay will: the scenario is then refused at ``validate``, like a frame index past the
+    end, rather than failing when it runs."""
+    from ..cassettes.session import recorded_response
+    from ..faults import FaultError, GarbleToolArguments
+
+    uri = str((interaction.get("request") or {}).get("uri", ""))
+    try:
+        response = recorded_response(interaction.get("response") or {}, uri, decoded=True)
+        GarbleToolArguments(i).apply(response)
+    except FaultError as exc:
+        return str(exc)
+    except Exception:  # a body the fault cannot even read: the replay reports it in context
+        return None
+    return None
 
 
 def _frame_count(interaction: dict[str, Any]) -> int:

@@ -11,9 +11,11 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from openprogram_testing.cli import main
 from openprogram_testing.scenarios import (
     ScenarioError,
     checks,
@@ -215,6 +217,43 @@ def test_fault_indices_are_checked_against_the_cassette(
 ) -> None:
     error = load_error(cassette_scenario(project, "../cassettes/text.yaml", fault))
     assert ":5:" in error and f"cassette.faults[0].{where}: {message}" in error, error
+
+
+@pytest.mark.parametrize(
+    ("cassette", "api", "fault", "message"),
+    [
+        ("anthropic_weather", "anthropic", "[{garble_tool_arguments: 0, interaction: 1}]",
+         "interaction 1: GarbleToolArguments(i=0): the anthropic stream has only 0 tool call(s)"),
+        ("anthropic_weather", "anthropic", "[{garble_tool_arguments: 1, interaction: 0}]",
+         "interaction 0: GarbleToolArguments(i=1): the anthropic stream has only 1 tool call(s)"),
+        ("anthropic_weather", "anthropic", "[{garble_tool_arguments: 0}]",  # every interaction
+         "interaction 1: GarbleToolArguments(i=0): the anthropic stream has only 0 tool call(s)"),
+        ("gemini_weather", "gemini", "[{garble_tool_arguments: 0, interaction: 0}]",
+         "not available for gemini streams"),
+        ("openai_chat_text", "openai_chat", "[{garble_tool_arguments: 0, interaction: 0}]",
+         "the openai_chat stream has only 0 tool call(s)"),
+    ],
+)  # fmt: skip
+def test_a_garbled_call_that_is_not_there_is_refused_at_validate(
+    project: Path, cassette: str, api: str, fault: str, message: str, capsys: Any
+) -> None:
+    shutil.copy(CASSETTES / f"{cassette}.yaml", project / "cassettes" / "tools.yaml")
+    scenario = cassette_scenario(project, "../cassettes/tools.yaml", fault)
+    scenario.write_text(scenario.read_text().replace("api: openai_chat", f"api: {api}"))
+    error = load_error(scenario)
+    assert ":5:36: cassette.faults[0].garble_tool_arguments: " in error, error
+    assert message in error
+    assert main(["validate", str(scenario)]) == 1
+    assert message in capsys.readouterr().out
+
+
+def test_a_garbled_call_that_is_there_validates(project: Path) -> None:
+    shutil.copy(CASSETTES / "anthropic_weather.yaml", project / "cassettes" / "tools.yaml")
+    scenario = cassette_scenario(
+        project, "../cassettes/tools.yaml", "[{garble_tool_arguments: 0, interaction: 0}]"
+    )
+    scenario.write_text(scenario.read_text().replace("api: openai_chat", "api: anthropic"))
+    assert load_scenario(scenario).cassette is not None
 
 
 def test_the_last_frame_index_is_accepted(project: Path) -> None:
