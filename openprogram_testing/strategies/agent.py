@@ -219,7 +219,10 @@ _FAILURE: st.SearchStrategy[FailureWhere | None] = st.sampled_from(
 )
 _MODE: st.SearchStrategy[Literal["skip", "after_batch"]] = st.sampled_from(("skip", "after_batch"))
 _MESSAGE = st.sampled_from(FAILURE_MESSAGES)
-_STEER = st.sampled_from(("after_call", "before_round", "follow_up"))
+_ANSWERED = r"(?i)^done"
+"""A simulated user's ``expect``: the model's final text (``AgentScenario.final_text``) fits
+it, so a line with it answers the reply a correct agent gives."""
+_STEER = st.sampled_from(("after_call", "before_round", "follow_up", "when", "user"))
 
 
 def agent_scenarios(
@@ -233,7 +236,10 @@ def agent_scenarios(
 ) -> st.SearchStrategy[AgentScenario]:
     """Generated runs over ``tools`` (anything the loop accepts as a tool): 1-``max_rounds``
     rounds of 1-``max_calls`` schema-derived calls, each possibly with an injected failure, and
-    up to two steering or follow-up messages.  Simplest first: one valid call, no failure."""
+    up to two steering messages: after a call, before a round, a follow-up, a ``when:`` entry
+    (right after the 1st or 2nd call of a tool) or a line of a simulated user (answering the
+    model's final text, with or without an ``expect`` it fits).  Simplest first: one valid
+    call, no failure, no steering."""
     tools = tuple(tools)
     if not tools:
         raise ValueError("agent_scenarios needs at least one tool")
@@ -264,6 +270,13 @@ def agent_scenarios(
             kind = draw(_STEER)
             if kind == "follow_up":
                 items.append(GenSteering(f"follow {i}", follow_up=True))
+            elif kind == "when":  # steering right after the nth call of a tool (``when:``)
+                name = models[draw(tool_index)].name
+                nth = draw(st.integers(1, 2))
+                items.append(GenSteering(f"steer {i}", when_tool=name, nth=nth))
+            elif kind == "user":  # a simulated user's line, answering the model's final text
+                expect = draw(st.sampled_from((None, _ANSWERED)))
+                items.append(GenSteering(f"user {i}", user=True, expect=expect))
             elif kind == "before_round":
                 items.append(GenSteering(f"steer {i}", before_round=draw(st.integers(0, 2))))
             else:

@@ -101,9 +101,18 @@ def agent_scenario_data(
         tools.append({**stub, "sequence": outcomes or [{"returns": None}]})
     script = _script(scenario, trace, failed_tools)
     steering = []
+    dialogue: list[dict[str, Any]] = []
     for s in scenario.steering:
-        if s.follow_up:
+        if s.user:
+            line: dict[str, Any] = {"say": s.message, "optional": True}
+            if s.expect is not None:
+                line["expect"] = s.expect
+            dialogue.append(line)
+        elif s.follow_up:
             steering.append({"message": s.message, "follow_up": True})
+        elif s.when_tool is not None:
+            when = {"tool": s.when_tool, "nth": s.nth}
+            steering.append({"message": s.message, "when": when, "optional": True})
         elif s.after_call is not None:
             position = {"round": s.after_call[0], "index": s.after_call[1]}
             steering.append({"message": s.message, "after_call": position})
@@ -137,6 +146,8 @@ def agent_scenario_data(
             ).strip()
     if steering:
         data["steering"] = steering
+    if dialogue:
+        data["simulated_user"] = dialogue
     data["options"] = {"steering_mode": scenario.steering_mode}
     data["expect"] = {"model_calls": trace.model_calls, "tool_results": results}
     return data

@@ -128,18 +128,28 @@ class GenTurn:
 @dataclass(frozen=True)
 class GenSteering:
     """One scheduled user message: exactly one of ``after_tool``, ``after_call`` ((round, index)),
-    ``before_round`` or ``follow_up``."""
+    ``before_round``, ``follow_up``, ``when_tool`` (right after the ``nth`` executed call of
+    that tool: a ``when:`` entry) or ``user`` (a line of the simulated user, said when the
+    model finishes; ``expect``, if given, a pattern the reply it answers must fit)."""
 
     message: str
     after_tool: int | None = None
     after_call: tuple[int, int] | None = None
     before_round: int | None = None
     follow_up: bool = False
+    when_tool: str | None = None
+    nth: int = 1
+    user: bool = False
+    expect: str | None = None
 
     @property
     def kind(self) -> str:
         if self.follow_up:
             return "follow_up"
+        if self.user:
+            return "user"
+        if self.when_tool is not None:
+            return "when"
         if self.after_tool is not None:
             return "after_tool"
         if self.after_call is not None:
@@ -171,12 +181,20 @@ class GeneratedScenario:
         """A fresh harness ``SteeringSchedule`` (``None`` when nothing is scheduled)."""
         if not self.steering:
             return None
+        from ..dialogue import UserLine
         from ..steering import SteeringSchedule
 
         schedule = SteeringSchedule()
+        # The simulated user's lines, in order, as one dialogue (each said once, when the model
+        # finishes; a line the run never reached is no failure of the agent: not required).
+        lines = [UserLine(i.message, i.expect, required=False) for i in self.steering if i.user]
         for item in self.steering:
+            if item.user:
+                continue
             if item.follow_up:
                 schedule.follow_up(item.message)
+            elif item.when_tool is not None:
+                schedule.when(item.when_tool, item.message, nth=item.nth, required=False)
             elif item.after_tool is not None:
                 schedule.after_tool(item.after_tool, item.message)
             elif item.after_call is not None:
@@ -184,6 +202,8 @@ class GeneratedScenario:
             else:
                 assert item.before_round is not None
                 schedule.before_round(item.before_round, item.message)
+        if lines:
+            schedule.simulated_user(lines)
         return schedule
 
     # -- running ----------------------------------------------------------------------------

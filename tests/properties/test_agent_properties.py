@@ -68,6 +68,7 @@ def test_the_strategy_draws_every_ingredient(event_runner: asyncio.Runner) -> No
     sample()
     assert {"valid", "wrong_type", "not_json", "failure_before", "failure_after"} <= found
     assert {"steer_after_call", "steer_follow_up", "mode_after_batch", "parallel"} <= found
+    assert {"steer_when", "steer_user"} <= found  # when: steering and simulated-user lines
 
 
 def test_injected_failures_happen_around_the_real_tool(event_runner: asyncio.Runner) -> None:
@@ -190,3 +191,36 @@ def test_no_tools_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="at least one tool"):
         agent_scenarios([])
     assert schema_calls(get_order) is not None
+
+
+def test_when_steering_and_a_simulated_user_are_run_checked_and_exported(
+    event_runner: asyncio.Runner, tmp_path: Path
+) -> None:
+    """A drawn ``when:`` entry fires right after the call of its tool and a drawn simulated
+    user's line answers the model's final text; the run passes ``check_agent_run`` and its YAML
+    export replays both (``steering: when:``, ``simulated_user:``)."""
+    from openprogram_testing.strategies import GenSteering, SchemaCall, agent_scenario_to_yaml
+
+    valid = {"order_id": "ORD-0001", "amount": 1, "reason": "late"}
+    call = SchemaCall("refund", "valid", valid)
+    steering = (
+        GenSteering("stop refunding", when_tool="refund", nth=1),
+        GenSteering("user 1", user=True, expect=r"(?i)^done"),
+    )
+    scenario = AgentScenario(
+        ((AgentCall(call), AgentCall(call)),), steering, tools=(refund, get_order)
+    )
+    trace = scenario.run_sync(runner=event_runner)
+    check_agent_run(scenario, trace)
+    texts = [d.message.text for d in trace.deliveries]
+    assert texts == ["stop refunding", "user 1"]
+    assert [r.skipped for r in trace.tool_results] == [False, True]  # skip mode: the rest
+    data = yaml.safe_load(agent_scenario_to_yaml(scenario, trace))
+    assert data["steering"] == [
+        {"message": "stop refunding", "when": {"tool": "refund", "nth": 1}, "optional": True}
+    ]
+    assert data["simulated_user"] == [{"say": "user 1", "optional": True, "expect": "(?i)^done"}]
+    path = tmp_path / "replay.scenario.yaml"
+    path.write_text(agent_scenario_to_yaml(scenario, trace), encoding="utf-8")
+    result = run_scenario(load_scenario(path, import_roots=[HERE]), import_roots=[HERE])
+    assert result.passed, result.failure_text
