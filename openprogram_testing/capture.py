@@ -51,6 +51,8 @@ class CapturedRuns(Sequence[TraceTree]):
         self._dirty: set[str] = set()  # outermost runs with events since their tree was built
         self._trees: list[TraceTree] = []
         self.closed = False
+        self.error: Exception | None = None
+        """The first error that kept this capture from recording (``None``: complete)."""
 
     def close(self) -> None:
         """Take no new run: a context copied inside the block (an event loop's runner made
@@ -62,6 +64,35 @@ class CapturedRuns(Sequence[TraceTree]):
 
     # -- the observer (called by every run inside the block) --------------------------------
     def __call__(self, info: Any, event: Any) -> None:
+        try:
+            self._record(info, event)
+        except Exception as exc:
+            self._failed(exc)
+
+    def handed_over(self, handover: Any) -> None:
+        try:
+            self._handed_over(handover)
+        except Exception as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        """A capture that cannot record must not fail the run it watches: an observer's
+        exception fails the run (``Runtime.observe_all``), and this one is opened by every
+        report option, which may not change a verdict.  It says so instead, once per capture,
+        and what it holds is marked incomplete."""
+        import warnings
+
+        first = self.error is None
+        self.error = self.error or exc
+        if first:
+            warnings.warn(
+                f"capture_runs could not record a run ({type(exc).__name__}: {exc}); the "
+                "captured runs are incomplete",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def _record(self, info: Any, event: Any) -> None:
         with self._lock:
             root = self._root.get(info.run_id)
             if root is None:
@@ -76,7 +107,7 @@ class CapturedRuns(Sequence[TraceTree]):
             self._recorder(info, event)
             self._dirty.add(root)
 
-    def handed_over(self, handover: Any) -> None:
+    def _handed_over(self, handover: Any) -> None:
         with self._lock:
             run = handover.run
             root = self._root.get(run.run_id) if run is not None else None

@@ -255,3 +255,26 @@ def test_a_run_on_a_thread_started_without_the_context_warns_and_one_with_it_is_
 
     # with no block open, a run on a plain thread has nothing to warn about
     assert in_thread(lambda body: body) == []
+
+
+def test_a_capture_that_cannot_record_warns_and_never_fails_the_run() -> None:
+    """An observer's exception fails the run (docs/decisions.md), and every report option opens
+    a capture: one that cannot record says so once and the run goes on as it would unobserved
+    (a report option changes no verdict)."""
+
+    class Broken:
+        def __call__(self, info: Any, event: Any) -> None:
+            raise KeyError("recorder bug")
+
+        def handed_over(self, handover: Any) -> None:
+            raise KeyError("recorder bug")
+
+    runtime = research_runtime((1, 2))
+    runtime.follow_up("and then?")
+    runtime.provider.turns.append("after the follow-up")  # type: ignore[attr-defined]
+    with pytest.warns(RuntimeWarning, match="capture_runs could not record a run") as caught:
+        with capture_runs() as runs:
+            runs._recorder = Broken()  # type: ignore[assignment]
+            assert plan_trip("plan it", runtime=runtime) == "after the follow-up"
+    assert len([w for w in caught if "could not record" in str(w.message)]) == 1
+    assert isinstance(runs.error, KeyError)
