@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from .trace import run_loop as run_loop
     from .trace import run_loop_sync as run_loop_sync
     from .trajectory import Approx as Approx
+    from .trajectory import MatcherError as MatcherError
     from .trajectory import Matches as Matches
     from .trajectory import TrajectoryMismatch as TrajectoryMismatch
     from .trajectory import assert_trajectory as assert_trajectory
@@ -193,6 +194,7 @@ _EXPORTS: dict[str, str] = {
     "run_loop": "trace",
     "run_loop_sync": "trace",
     "Approx": "trajectory",
+    "MatcherError": "trajectory",
     "Matches": "trajectory",
     "TrajectoryMismatch": "trajectory",
     "assert_trajectory": "trajectory",
