@@ -24,8 +24,9 @@ def conformance_dir() -> Path:
     return Path(env) if env else ROOT.parent / "shared" / "conformance" / "cassettes"
 
 
-@pytest.fixture
-def conformance_cassettes() -> Path:
+def require_conformance_dir() -> Path:
+    """:func:`conformance_dir`, or the calling test skipped with where it was looked for: the
+    recordings are shared beside the project, never copied into it."""
     path = conformance_dir()
     if not path.is_dir():
         pytest.skip(
@@ -33,3 +34,8 @@ def conformance_cassettes() -> Path:
             "(set OPENPROGRAM_CONFORMANCE_CASSETTES to their folder)"
         )
     return path
+
+
+@pytest.fixture
+def conformance_cassettes() -> Path:
+    return require_conformance_dir()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,11 @@ from tests.cassettes._cassette_catalog import (
     request_json,
     tool_schemas,
 )
+from tests.conftest import conformance_dir
 
 
 def _folder() -> Path | None:
-    env = os.environ.get("OPENPROGRAM_CONFORMANCE_CASSETTES")
-    path = (
-        Path(env) if env else Path(__file__).resolve().parents[3] / "shared/conformance/cassettes"
-    )
+    path = conformance_dir()
     return path if path.is_dir() else None
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,11 +15,11 @@ from openprogram_testing.cassettes import load_interactions
 from openprogram_testing.emulator import Fault, ProviderEmulator
 from openprogram_testing.scripted import ModelRequest, call, error_turn, think, turn
 from openprogram_testing.wire import FORMATS, eventstream, sse
+from tests.conftest import require_conformance_dir
 
 genai = pytest.importorskip("google.genai")
 botocore_eventstream = pytest.importorskip("botocore.eventstream")
 
-SHARED = Path(__file__).resolve().parents[3] / "shared/conformance/cassettes"
 
 REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
     "gemini": (
@@ -561,7 +560,7 @@ def test_error_turn_through_boto3_stream(emu):
 
 
 def recorded(path: str, index: int = 0) -> bytes:
-    body = load_interactions(SHARED / path)[index]["response"]["body"]["string"]
+    body = load_interactions(require_conformance_dir() / path)[index]["response"]["body"]["string"]
     return body if isinstance(body, bytes) else body.encode()
 
 

@@ -4,7 +4,6 @@ CRLF data-only stream) and AWS event stream (Bedrock Converse and InvokeModel)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +24,8 @@ from openprogram_testing.faults import (
     apply_mutations,
 )
 from openprogram_testing.wire import eventstream, sse
+from tests.conftest import require_conformance_dir
 
-SHARED = Path(__file__).resolve().parents[3] / "shared/conformance/cassettes"
 EVENT_STREAMS = [
     "dd-trace-py/bedrock/bedrock_converse_stream.yaml",
     "opentelemetry-python-contrib/botocore/test_converse_stream_with_content_tool_call.yaml",
@@ -36,7 +35,7 @@ GEMINI = "mirascope/test_call_with_tools/google_gemini_2_5_flash/stream.yaml"
 
 
 def recorded(path: str) -> MutableResponse:
-    interaction = load_interactions(SHARED / path)[0]
+    interaction = load_interactions(require_conformance_dir() / path)[0]
     response = interaction["response"]
     headers = {
         k.lower(): [v if isinstance(v, str) else v.decode() for v in vs]

@@ -17,11 +17,10 @@ import pytest
 from openprogram_testing.cli import main
 from openprogram_testing.scenarios import ScenarioError, load_scenario, run_scenario
 from openprogram_testing.scenarios.scaffold import ScaffoldError, scaffold_cassette
+from tests.conftest import conformance_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent.parent / "shared" / "conformance" / "cassettes"
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/conformance/cassettes")
+SHARED = conformance_dir()  # beside the clone, or $OPENPROGRAM_CONFORMANCE_CASSETTES
 RECORDINGS = sorted(SHARED.rglob("*.yaml")) if SHARED.is_dir() else []
 REFUSED = {
     "chatlas/test_provider_bedrock/test_anthropic_tool_variations_async.yaml": "InvokeModel",
@@ -37,7 +36,11 @@ REFUSED = {
 """Shared recordings that do not replay as one loop run, and what the refusal names."""
 
 
-@pytest.mark.skipif(not RECORDINGS, reason="the shared recordings are not on this machine")
+@pytest.mark.skipif(
+    not RECORDINGS,
+    reason=f"conformance recordings not found at {SHARED} "
+    "(set OPENPROGRAM_CONFORMANCE_CASSETTES to their folder)",
+)
 @pytest.mark.parametrize(
     "cassette", RECORDINGS, ids=[str(p.relative_to(SHARED)) for p in RECORDINGS]
 )

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from openprogram_testing.scenarios import load_scenario, replay, run_scenario
+from tests.conftest import require_conformance_dir
 from tests.scenarios._scenarios import load_error
-
-SHARED = Path(__file__).resolve().parents[3] / "shared/conformance/cassettes"
 
 GEMINI = """
 prompt: "Please retrieve the secrets associated with each of these passwords: mellon,radiance"
@@ -57,10 +56,7 @@ expect: {termination: completed, model_calls: 2}
 def test_recordings_of_other_apis_replay_from_yaml(
     tmp_path: Path, recording: str, text: str
 ) -> None:
-    source = SHARED / recording
-    if not source.is_file():
-        pytest.skip(f"shared recording {recording} not present")
-    shutil.copy(source, tmp_path / "recorded.yaml")
+    shutil.copy(require_conformance_dir() / recording, tmp_path / "recorded.yaml")
     path = tmp_path / "scenario_replay.yaml"
     path.write_text(text)
     result = run_scenario(load_scenario(path))
