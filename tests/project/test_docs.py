@@ -16,6 +16,7 @@ after a colon (``<!-- docs-test: none: needs a browser -->``) and the test count
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -149,13 +150,22 @@ def _bench_parser():  # type: ignore[no-untyped-def]
         sys.path.remove(str(ROOT))
 
 
+def _dev_jobs() -> tuple[str, ...]:
+    """The jobs scripts/dev.py accepts: its ``JOBS``, read from the source."""
+    tree = ast.parse((ROOT / "scripts" / "dev.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["JOBS"]:
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError("scripts/dev.py defines no JOBS")
+
+
 def _check_shell_line(words: list[str]) -> None:
     while words and "=" in words[0] and not words[0].startswith("-"):
         words = words[1:]  # VAR=value prefixes
     if not words:
         return
     if words[:2] == ["python3", "scripts/dev.py"]:
-        assert words[2] in {"run", "test", "setup"}, words
+        assert words[2] in _dev_jobs(), words
     elif words[0] == "openprogram-testing":
         from typer.testing import CliRunner
 
