@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -148,15 +151,26 @@ class Matches:
     def __call__(self, actual: Any) -> bool:
         if not isinstance(actual, str):
             return False
+        limit, bounded = MATCH_TIME_LIMIT_S, False
+        deadline = _DEADLINE.get()
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ValueError(self._late("the scenario's time limit"))
+            limit, bounded = min(limit, left), left < limit
         if isinstance(self.pattern, re.Pattern):
             return self.pattern.search(actual) is not None
         try:
-            return self.pattern.search(actual, timeout=MATCH_TIME_LIMIT_S) is not None
+            return self.pattern.search(actual, timeout=limit) is not None
         except TimeoutError:
-            raise ValueError(
-                f"the regular expression {self.text!r} did not finish within "
-                f"{MATCH_TIME_LIMIT_S:g} s (catastrophic backtracking?); simplify it"
-            ) from None
+            within = "the scenario's time limit" if bounded else f"{MATCH_TIME_LIMIT_S:g} s"
+            raise ValueError(self._late(within)) from None
+
+    def _late(self, within: str) -> str:
+        return (
+            f"the regular expression {self.text!r} did not finish within {within} "
+            "(catastrophic backtracking?); simplify it"
+        )
 
     def __repr__(self) -> str:
         return f"matches({self.text!r})"
@@ -164,6 +178,21 @@ class Matches:
 
 MATCH_TIME_LIMIT_S = 5.0
 """How long one ``Matches`` search may take on the ``regex`` engine."""
+
+_DEADLINE: ContextVar[float | None] = ContextVar("openprogram_match_deadline", default=None)
+
+
+@contextmanager
+def match_deadline(deadline: float | None) -> Iterator[None]:
+    """Inside, every ``Matches`` search also stops at ``deadline`` (a ``time.monotonic()``
+    value; ``None``: no deadline), and one started after it fails at once: a scenario bounds
+    all the regexes of its ``expect.trajectory`` by its ``time_limit_s``, not each search by
+    ``MATCH_TIME_LIMIT_S`` (hundreds of calls times a slow pattern would run far past it)."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 def _engine() -> Any:
@@ -504,6 +533,7 @@ __all__ = [
     "call_check",
     "callable_name",
     "expected_calls",
+    "match_deadline",
     "value_difference",
     "value_matcher",
 ]

@@ -131,7 +131,7 @@ def check_run(
         if tokens != exp.events:
             out.append(f"{where}.events: the event order differs\n" + _diff(exp.events, tokens))
     if exp.trajectory is not None:
-        out.extend(_check_trajectory(exp.trajectory, trace, where))
+        out.extend(_check_trajectory(exp.trajectory, trace, where, deadline))
     if exp.usage is not None:
         out.extend(_check_usage(exp.usage, whole if whole is not None else trace, where))
     if exp.request_roles is not None:
@@ -146,11 +146,13 @@ def check_run(
     return out
 
 
-def _check_trajectory(spec: Any, trace: Any, where: str) -> list[str]:
+def _check_trajectory(spec: Any, trace: Any, where: str, deadline: float) -> list[str]:
+    from ..matchers import match_deadline
     from ..trajectory import trajectory_mismatch
 
     try:
-        failure = trajectory_mismatch(trace, spec.expected(), mode=spec.mode, args=spec.args)
+        with match_deadline(deadline):  # every $regex of the trajectory, within the time left
+            failure = trajectory_mismatch(trace, spec.expected(), mode=spec.mode, args=spec.args)
     except ValueError as exc:  # a regex past its time limit
         return [f"{where}.trajectory: {exc}"]
     return [] if failure is None else [f"{where}.trajectory: {failure.reason}"]

@@ -293,6 +293,37 @@ def test_a_catastrophic_regex_fails_the_scenario_by_name_within_its_time_limit()
     ]
 
 
+@pytest.mark.parametrize("mode", ["strict", "unordered"])
+def test_the_regexes_of_a_trajectory_are_bounded_by_the_scenario_time_limit(mode: str) -> None:
+    """100 calls, each matched (in the end) by a pattern that takes ~0.25 s: 25 s one search
+    at a time, each within its own 5 s; the scenario's 2 s bound them all."""
+    calls = ", ".join("{name: t, args: {s: " + "a" * 24 + "b}}" for _ in range(100))
+    expected = ", ".join("{name: t, args: {s: {$regex: '(a|aa)+c|b'}}}" for _ in range(100))
+    scenario = parse_scenario(
+        f"name: slow_trajectory\nprompt: hi\ntools: [{{name: t, returns: ok}}]\n"
+        f"script: [{{calls: [{calls}]}}, done]\noptions: {{time_limit_s: 2}}\n"
+        f"expect: {{trajectory: {{mode: {mode}, calls: [{expected}]}}}}\n",
+        "s.yaml",
+    )
+    started = time.perf_counter()
+    result = run_scenario(scenario)
+    assert time.perf_counter() - started < 8
+    assert result.failures == [
+        "expect.trajectory: the regular expression '(a|aa)+c|b' did not finish within the "
+        "scenario's time limit (catastrophic backtracking?); simplify it"
+    ]
+
+
+def test_a_fast_trajectory_regex_is_unaffected_by_the_time_limit() -> None:
+    scenario = parse_scenario(
+        "prompt: hi\ntools: [{name: t, returns: ok}]\n"
+        "script: [{calls: [{name: t, args: {s: Oslo}}]}, done]\noptions: {time_limit_s: 2}\n"
+        "expect: {trajectory: {calls: [{name: t, args: {s: {$regex: '^Os'}}}]}}\n",
+        "s.yaml",
+    )
+    assert run_scenario(scenario).passed
+
+
 def test_a_run_past_its_time_limit_fails_by_name() -> None:
     scenario = parse_scenario(
         "name: slow\nprompt: hi\ntools: [{name: t, sleep: 30}]\n"
