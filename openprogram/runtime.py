@@ -15,6 +15,9 @@ Tool menu, in order:
 3. otherwise the registry's ``"full"`` toolset — tools are on by default;
 
 then ``tools_source``/``tools_deny``/``tools_allow`` trim it (``openprogram.registry.trim_tools``).
+Tool groups (an ``MCPConnection`` in ``tools=``; the toolsets ``"mcp"``/``"mcp:{name}"`` and the
+MCP servers attached with ``mcp_servers=``) are opened first, once per ``exec``
+(``openprogram.groups``); ``close()``/``with`` closes the attached servers.
 
 Nesting: each ``exec`` runs one layer deeper; more than ``max_depth`` layers (default 5, the
 outermost counts) raise ``RecursionError`` before any model call.  Context variables are set
@@ -38,7 +41,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._sync import sync_twin
 from .cancel import CancelToken
@@ -46,6 +49,7 @@ from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
 from .config import normalize_tool_choice
 from .events import AgentEvent, ToolExecutionStart
 from .functions import current_runtime
+from .groups import check_servers, open_groups
 from .loop import AgentContext, AgentStream, LoopConfig, SteeringMode, agent_loop
 from .outcome import ProviderError, RunRecord, last_assistant, raise_for_termination
 from .providers.base import Provider, ToolChoice
@@ -63,6 +67,9 @@ from .runs import (
 )
 from .tools import AgentTool, normalize_tools
 from .types import Message, UserMessage, user_messages
+
+if TYPE_CHECKING:
+    from .mcp import MCPConnection
 
 DEFAULT_MAX_DEPTH = 5
 
@@ -197,6 +204,7 @@ class Runtime:
         get_follow_up_messages: MessageSource | None = None,
         steering_drain: DrainMode = "one_at_a_time",
         follow_up_drain: DrainMode = "one_at_a_time",
+        mcp_servers: Sequence[MCPConnection] = (),
     ) -> None:
         if not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -229,6 +237,7 @@ class Runtime:
         self._observers: tuple[RunObserver, ...] = (on_run_event,) if on_run_event else ()
         self._steering = MessageQueue(steering_drain)
         self._follow_ups = MessageQueue(follow_up_drain)
+        self.mcp_servers: tuple[MCPConnection, ...] = check_servers(mcp_servers)
 
     def __repr__(self) -> str:
         return f"Runtime(provider={self.provider!r}, model={self.model!r})"
@@ -395,6 +404,9 @@ class Runtime:
         if depth and _stack_depth() + STACK_RESERVE > sys.getrecursionlimit():
             raise NestingTooDeep(depth, self.max_depth, sys.getrecursionlimit())
         _check_content(content)
+        tools, toolset = await open_groups(
+            tools, toolset, self.mcp_servers, self.registry, _current_tools.get() is not None
+        )
         menu = self._resolve_menu(tools, toolset, tools_source, tools_allow, tools_deny)
         names = [t.name for t in menu]
         choice = normalize_tool_choice(tool_choice, names, strict=True)
@@ -460,6 +472,27 @@ class Runtime:
         """Sync twin of ``aexec`` (same arguments, same result, same errors), run through
         ``openprogram.run_sync``: safe with or without a running event loop in this thread.""",
     )
+
+    # -- MCP servers and other tool groups -------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close the MCP servers attached to this runtime (``mcp_servers=``); a later run
+        connects them again."""
+        for server in self.mcp_servers:
+            await server.aclose()
+
+    close = sync_twin(aclose, "close", """Sync twin of ``aclose``.""")
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- internals --------------------------------------------------------------------------------
     def _config(

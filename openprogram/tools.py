@@ -469,12 +469,25 @@ def normalize_tools(tools: Sequence[Any] | None) -> list[AgentTool]:
     out = [_offered_dict_tool(t) or as_agent_tool(t) for t in tools]
     names = {t.spec.name for t in out}
     if len(names) < len(out):
-        seen: set[str] = set()
+        seen: dict[str, AgentTool] = {}
         for t in out:
-            if t.spec.name in seen:
-                raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
-            seen.add(t.spec.name)
+            first = seen.get(t.spec.name)
+            if first is not None:
+                raise ValueError(
+                    f"two tools are named {t.name!r} ({tool_origin(first)} and "
+                    f"{tool_origin(t)}); tool names must be unique"
+                )
+            seen[t.spec.name] = t
     return out
+
+
+def tool_origin(tool: AgentTool) -> str:
+    """Where a tool on a menu came from, for messages: ``tool 'x' of MCP server 'a'`` for an MCP
+    tool (its ``meta`` says), else the object it was built from."""
+    server = tool.meta.get("mcp_server")
+    if server is not None:
+        return f"tool {tool.meta.get('mcp_tool')!r} of MCP server {server!r}"
+    return _short(tool.source) if tool.source is not None else f"tool {tool.name!r}"
 
 
 def _short(obj: Any) -> str:
@@ -544,5 +557,6 @@ __all__ = [
     "json_schema_validator",
     "make_result",
     "normalize_tools",
+    "tool_origin",
     "validation_failed_text",
 ]

@@ -5,9 +5,10 @@ the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothin
 imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
 
 Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
-``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``; an autouse fixture
-blocks real model requests (markers ``allow_model_requests``, ``op_no_invariants``,
-``op_cassette``; options ``--openprogram-…``).  The runners live in ``openprogram_testing.runners``.
+``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``, ``fake_mcp_server``;
+an autouse fixture blocks real model requests (markers ``allow_model_requests``,
+``op_no_invariants``, ``op_cassette``; options ``--openprogram-…``).  The runners live in
+``openprogram_testing.runners``.
 """
 
 from __future__ import annotations
@@ -166,6 +167,43 @@ def provider_emulator() -> Iterator[ProviderEmulator]:
     finally:
         emulator.stop()
     emulator.assert_complete()
+
+
+@pytest.fixture
+def fake_mcp_server() -> Iterator[Callable[..., Any]]:
+    """Make strict fake MCP servers: ``fake_mcp_server("files", [read, stat])`` returns a
+    ``FakeMCPServer`` (tools from functions or recorded ``tools/list`` entries).  At teardown each
+    is closed (its connections and HTTP servers too), then an unexpected call or an answer
+    scripted and never asked for fails the test."""
+    __tracebackhide__ = True
+    try:
+        from .mcp import FakeMCPServer, MCPScriptError
+    except ModuleNotFoundError as exc:  # the mcp extra
+        pytest.fail(
+            f"the `fake_mcp_server` fixture needs the mcp extra ({exc.name} not installed); "
+            'install it with: pip install "openprogram-loop[mcp]"',
+            pytrace=False,
+        )
+    made: list[FakeMCPServer] = []
+
+    def make(name: str = "fake", tools: Any = ()) -> FakeMCPServer:
+        server = FakeMCPServer(name, tools)
+        made.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in made:
+            server.close()
+    failures: list[str] = []
+    for server in made:
+        try:
+            server.assert_complete()
+        except MCPScriptError as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
 
 
 def _cassette_path(request: pytest.FixtureRequest, name: object) -> Path:

@@ -224,6 +224,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "transport": (
         "wire", "emulator", "cassettes", "faults", "scripted", "schema_provider",
         "_lazy", "schema_values", "recording", "failures", "extras", "paths", "filenames", "safeyaml",
+        "mcp",
     ),
     "core": (
         "trace", "tree", "render", "rounds", "steering", "conditions", "dialogue", "matchers",
