@@ -111,6 +111,25 @@ def test_with_agent_the_real_tools_run(project: Path, monkeypatch: pytest.Monkey
     sys.modules.pop("weather_agent", None)
 
 
+def test_with_agent_tools_that_do_not_match_the_recording_are_refused(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "other_agent.py").write_text(
+        "from openprogram import function\n\n\n"
+        "@function\n"
+        "def get_time(city: str) -> str:\n"
+        '    """The time in a city."""\n'
+        '    return "noon"\n\n\n'
+        "TOOLS = [get_time]\n"
+    )
+    monkeypatch.syspath_prepend(str(project))
+    out = project / "scenario_other.yaml"
+    with pytest.raises(ScaffoldError, match=r"does not offer \['get_weather'\]"):
+        scaffold_cassette(project / "weather.yaml", out, agent="other_agent:TOOLS")
+    assert not out.exists()
+    sys.modules.pop("other_agent", None)
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [
