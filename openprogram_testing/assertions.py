@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from openprogram.texts import CLIP_LIMIT, clip, clipped_repr
 
+from . import deprecated
 from .failures import TraceFailure
 from .invariants import lane_text
 from .trace import LoopTrace
@@ -58,6 +59,7 @@ def _pick(subject: Subject, run: str | Sequence[str] | None) -> LoopTrace:
         raise _fail(str(exc.args[0]), subject) from None
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def assert_terminated(
     subject: Subject, termination: str, *, run: str | Sequence[str] | None = None
 ) -> None:
@@ -75,6 +77,7 @@ def assert_terminated(
         )
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def assert_model_calls(subject: Subject, n: int, *, run: str | Sequence[str] | None = None) -> None:
     """The model was called exactly ``n`` times."""
     __tracebackhide__ = True
@@ -83,6 +86,7 @@ def assert_model_calls(subject: Subject, n: int, *, run: str | Sequence[str] | N
         raise _fail(f"expected {n} model call(s), got {trace.model_calls}", subject, run)
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def assert_skipped(
     subject: Subject, ids_or_names: str | Sequence[str], *, run: str | Sequence[str] | None = None
 ) -> None:
@@ -100,6 +104,7 @@ def assert_skipped(
         raise _fail(f"expected skipped calls {wanted}, got {desc or 'none'}", subject, run)
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def assert_recovered(subject: Subject, *, run: str | Sequence[str] | None = None) -> None:
     """An error tool result was followed by another model call and the run finished
     successfully (termination ``completed``, final message not an error)."""
@@ -131,6 +136,7 @@ def assert_recovered(subject: Subject, *, run: str | Sequence[str] | None = None
 _RESULT_KEYS = {"name", "id", "is_error", "skipped", "text", "contains", "match"}
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def assert_tool_results(
     subject: Subject,
     expected: Sequence[str | Mapping[str, Any]],
@@ -177,6 +183,7 @@ def assert_tool_results(
         raise _fail("tool results differ:\n  " + "\n  ".join(problems), subject, run)
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def assert_final_text(
     subject: Subject,
     text: str | None = None,

@@ -2,17 +2,52 @@
 
 Each answers as 0.1 did and warns naming its replacement, so an upgrade says what changed
 instead of failing on a name the user cannot look up.  They live in one module so that 0.3
-deletes one module.  (A run's path compared with a 0.1 tuple is the path type's own business:
-``steering.RunAddress``.)
+deletes one module (the call sites say ``deprecated.``).  A run's path compared with a 0.1 tuple
+is the path type's own business (``steering.RunAddress``).  Nothing here imports the harness, so
+every layer may use it.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
-from openprogram.providers.apis import api_named
+F = TypeVar("F", bound=Callable[..., Any])
+
+ONE_ARGUMENT: Any = object()
+"""The default of a parameter 0.2.0 added in front of the one a 0.1 call passed alone."""
+
+
+def warn(old: str, new: str, stacklevel: int = 3) -> None:
+    """The one wording of a deprecated spelling: what to write instead, and when it goes."""
+    warnings.warn(
+        f"{old} is {new} since openprogram-loop 0.2.0; write {new} ({old} goes in 0.3)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def renamed_keyword(old: str, new: str) -> Callable[[F], F]:
+    """A function whose parameter ``old`` (0.1) is now ``new``: ``old=`` still works, warning
+    with the name to write; both at once is a ``TypeError`` saying which to keep."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # a failing assertion points at the caller's line
+            if old in kwargs:
+                if new in kwargs:
+                    raise TypeError(f"{fn.__name__}() got {old}= and {new}=; give {new}= alone")
+                warn(f"{fn.__name__}({old}=...)", f"{fn.__name__}({new}=...)")
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return wrap
 
 
 def record_provider(provider: str, api: str, recordable: Collection[str]) -> str:
@@ -22,6 +57,8 @@ def record_provider(provider: str, api: str, recordable: Collection[str]) -> str
     recordable API, or an ``--api`` that says otherwise, is the command's usage error saying
     what to write."""
     import typer
+
+    from openprogram.providers.apis import api_named
 
     named = api_named(provider)
     if named is None or named.name not in recordable:
@@ -42,4 +79,4 @@ def record_provider(provider: str, api: str, recordable: Collection[str]) -> str
     return named.name
 
 
-__all__ = ["record_provider"]
+__all__ = ["ONE_ARGUMENT", "record_provider", "renamed_keyword", "warn"]

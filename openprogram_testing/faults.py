@@ -630,8 +630,12 @@ class Fault:
     (``no_terminal``, a later frame) is refused, as on a stream without what it addresses.
     """
 
-    def __init__(self) -> None:
-        raise TypeError("Fault is a namespace of constructors: use Fault.status(...) etc.")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # 0.1's Fault(kind=...) too
+        raise TypeError(
+            "Fault is a namespace of constructors since 0.2.0 (the Fault(kind=...) record is "
+            "gone): build faults with Fault.status(...), Fault.disconnect_after(n), "
+            "Fault.no_terminal(), Fault.malformed_frame(n), Fault.stall(s), Fault.latency(s)"
+        )
 
     @staticmethod
     def status(code: int, headers: Mapping[str, str] | None = None, body: Any = None) -> HttpError:

@@ -42,6 +42,7 @@ from openprogram.types import (
     UserMessage,
 )
 
+from . import deprecated
 from .model_input import ModelInput, schema_digest
 from .recording import FAULT, SERVED_FROM_SCRIPT, shown_notes
 from .rounds import Origins, ReadableTrace, split_rounds
@@ -478,6 +479,7 @@ def _renderer(subject: RenderableTrace | RenderableTree, snapshot: bool) -> _Ren
     return _Renderer(subject, snapshot)
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def render_timeline(subject: RenderableTrace | RenderableTree, *, color: bool = False) -> str:
     """A numbered, human-readable timeline of a trace, or of a trace tree with its nested runs
     as indented lanes (rich-coloured with ``color=True``)."""
@@ -490,6 +492,7 @@ def render_timeline(subject: RenderableTrace | RenderableTree, *, color: bool = 
     return _plain(lines, numbered=True)
 
 
+@deprecated.renamed_keyword("trace", "subject")  # 0.1's name
 def render_snapshot(subject: RenderableTrace | RenderableTree) -> str:
     """The stable, normalised text form of a trace (or trace tree) used for snapshots."""
     r = _renderer(subject, snapshot=True)

@@ -49,6 +49,7 @@ from openprogram.runs import MessageSource, wants_poll_point
 from openprogram.texts import clip
 from openprogram.types import AssistantMessage, Message, UserMessage, user_messages
 
+from . import deprecated
 from .conditions import Condition, Predicate, RunWatch, SteeringConditionError, SteeringNotFired
 from .dialogue import Answer, DialogueMismatch, call_answer, parse_dialogue
 from .matchers import MadeCall, Matches
@@ -427,11 +428,15 @@ class SteeringSchedule:
             self._chained_follow_up = follow_up
 
     # -- what the runs do -------------------------------------------------------------------
-    def observe(self, run: RunInfo | None, event: Any) -> None:
+    def observe(self, run: RunInfo | None, event: Any = deprecated.ONE_ARGUMENT) -> None:
         """Take one event of a run (``run``: the ``Runtime`` run, ``None`` for a bare loop), so
         conditions and the simulated user can read what the run did.  ``run_loop`` and
         ``run_exec`` call it; call it yourself for each event of a loop you run around
-        ``configure``.  The signature is a ``Runtime.observe`` observer's."""
+        ``configure``.  The signature is a ``Runtime.observe`` observer's (0.1's
+        ``observe(event)`` still works until 0.3, warning)."""
+        if event is deprecated.ONE_ARGUMENT:
+            deprecated.warn("SteeringSchedule.observe(event)", "observe(None, event)")
+            run, event = None, run
         if run is not None and run.kind != "exec":
             return
         key = run.run_id if run is not None else None

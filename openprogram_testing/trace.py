@@ -46,7 +46,7 @@ from .model_input import ModelInput
 from .recording import Annotation, announce_trace, recording
 from .render import render_snapshot, render_timeline
 from .scripted import ModelRequest
-from .steering import Delivery, SteeringSchedule
+from .steering import Delivery, RunAddress, SteeringSchedule
 
 
 class _Notes:
@@ -92,7 +92,7 @@ class LoopTrace:
     # written as ``tree["a/b"]`` takes it (``""`` for the outermost run; see
     # ``openprogram_testing.tree``).
     run: RunInfo | None = None
-    path: str = ""
+    path: str = RunAddress("")
     # When each event arrived (``time.perf_counter()`` seconds, parallel to ``events``) and
     # what the transport did underneath (cassette interactions, injected faults): the HTML
     # report shows durations and marks those at the event where they happened.

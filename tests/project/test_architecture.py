@@ -225,6 +225,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "wire", "emulator", "cassettes", "faults", "scripted", "schema_provider",
         "_lazy", "schema_values", "recording", "failures", "extras", "paths", "filenames", "safeyaml",
         "mcp",
+        "deprecated",
     ),
     "core": (
         "trace", "tree", "render", "rounds", "steering", "conditions", "dialogue", "matchers",
@@ -240,7 +241,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "front ends": (
         "plugin", "runners", "repeat", "report", "cli", "commands", "recording_commands",
         "shards", "strategies", "scenarios.collect", "scenarios.outcome", "scenarios.scaffold",
-        "scenarios.scaffold_record", "emulator.cli", "deprecated",
+        "scenarios.scaffold_record", "emulator.cli",
     ),
 }  # fmt: skip
 # Known exceptions, each with its reason.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from openprogram import Runtime
-from openprogram_testing import ScriptedProvider, TraceTree, run_exec_sync
+from openprogram_testing import ScriptedProvider, TraceTree, run_exec_sync, run_loop_sync
 from openprogram_testing.steering import RunAddress
 from tests.runtime._agents import research_agent, research_script
 from tests.scenarios._scenarios import ONE_TOOL_CALL
@@ -40,6 +40,9 @@ def test_a_path_compared_with_its_0_1_tuple_is_equal_and_warns() -> None:
         assert node.trace.path == ("research",)  # the run's LoopTrace holds the same path
     with pytest.warns(DeprecationWarning, match=r"\.steps"):
         assert _tree().path == ()  # the outermost run
+    bare = run_loop_sync(ScriptedProvider(["hi"]), "go")  # a bare loop run is an outermost run
+    with pytest.warns(DeprecationWarning, match=r"\.steps"):
+        assert bare.path == ()
 
 
 def test_a_path_compared_with_another_tuple_is_unequal_and_warns() -> None:
@@ -144,3 +147,78 @@ def test_record_provider_names_what_to_write_when_it_cannot_be_read(
         err.split()
     )
     assert not (tmp_path / "c.yaml").exists()
+
+
+# -- renamed keywords: the assertion helpers' and renderers' trace= is subject= ------------
+
+
+def test_the_helpers_take_0_1_trace_keyword_and_warn_naming_subject() -> None:
+    from openprogram_testing import (
+        assert_final_text,
+        assert_model_calls,
+        assert_recovered,
+        assert_skipped,
+        assert_terminated,
+        assert_tool_results,
+        call,
+        render_snapshot,
+        render_timeline,
+        run_loop_sync,
+        turn,
+    )
+
+    # a call of a tool not offered fails, the model recovers and answers
+    provider = ScriptedProvider([turn(call("nope", {})), "hello"])
+    trace = run_loop_sync(provider, "hi")
+    calls = [
+        (assert_terminated, {"termination": "completed"}),
+        (assert_model_calls, {"n": 2}),
+        (assert_skipped, {"ids_or_names": []}),
+        (assert_recovered, {}),
+        (assert_tool_results, {"expected": [{"name": "nope", "is_error": True}]}),
+        (assert_final_text, {"text": "hello"}),
+    ]
+    for helper, rest in calls:
+        with pytest.warns(DeprecationWarning, match=rf"write {helper.__name__}\(subject=\.\.\.\)"):
+            helper(trace=trace, **rest)
+    # and still judges: the old keyword reaches the same check, failing where it should
+    with pytest.warns(DeprecationWarning, match=r"subject="), pytest.raises(AssertionError):
+        assert_final_text(trace=trace, text="goodbye")
+    with pytest.warns(DeprecationWarning, match=r"render_snapshot\(subject=\.\.\.\)"):
+        assert render_snapshot(trace=trace) == render_snapshot(trace)
+    with pytest.warns(DeprecationWarning, match=r"render_timeline\(subject=\.\.\.\)"):
+        assert render_timeline(trace=trace) == render_timeline(trace)
+    with pytest.raises(TypeError, match=r"got trace= and subject=; give subject= alone"):
+        assert_terminated(trace=trace, subject=trace, termination="completed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_terminated(trace, "completed")
+        assert_terminated(subject=trace, termination="completed")
+        trace.timeline()
+
+
+def test_observe_with_the_0_1_single_event_still_feeds_conditions() -> None:
+    from openprogram import AgentContext, LoopConfig, agent_loop
+    from openprogram_testing import SteeringSchedule, call, turn
+
+    def lookup(args: dict[str, object]) -> str:
+        return "found"
+
+    tool = {
+        "spec": {"name": "lookup", "description": "Look up.", "parameters": {"type": "object"}},
+        "execute": lookup,
+    }
+    provider = ScriptedProvider([turn(call("lookup", {})), "done"])
+    schedule = SteeringSchedule().when("lookup", "that is enough")
+    config = schedule.configure(LoopConfig(provider=provider))
+
+    async def run() -> None:
+        async for event in agent_loop("go", AgentContext(tools=[tool]), config):
+            schedule.observe(event)  # 0.1's spelling
+
+    import asyncio
+
+    with pytest.warns(DeprecationWarning, match=r"write observe\(None, event\)"):
+        asyncio.run(run())
+    assert [d.message.text for d in schedule.delivered] == ["that is enough"]
+    schedule.assert_complete()

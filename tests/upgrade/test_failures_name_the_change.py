@@ -121,3 +121,11 @@ def test_a_0_1_cassette_scenario_fails_at_tool_choice_naming_the_option(tmp_path
     assert "write options: {tool_choice: null} in the scenario" in text
     scenario.write_text(scenario.read_text() + "options: {tool_choice: null}\n")
     assert run_scenario(scenario).passed  # the option named is the whole fix
+
+
+def test_the_0_1_fault_record_names_the_constructors() -> None:
+    from openprogram_testing import Fault, HttpError
+
+    with pytest.raises(TypeError, match=r"namespace of constructors since 0.2.0.*Fault\.status"):
+        Fault(kind="status", status_code=429)  # type: ignore[call-arg]
+    assert Fault.status(429) == HttpError(429, headers={})  # what the message says to write
