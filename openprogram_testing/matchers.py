@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from openprogram.texts import clip
@@ -60,6 +60,13 @@ class ExpectedCall:
     index: int
     name: str
     args: Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None = None
+    want: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
+    """``args`` as they are compared (``arguments_matcher``), built once: an entry is compared
+    with many calls."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.args, Mapping):
+            object.__setattr__(self, "want", arguments_matcher(self.args))
 
     def describe(self) -> str:
         if self.args is None:
@@ -435,7 +442,7 @@ def arguments_difference(expected: ExpectedCall, made: MadeCall, check: ArgCheck
     if callable(check):
         ok = call_check(check, expected.args, made.arguments)
         return None if ok else f"args: rejected by {callable_name(check)}"
-    want = arguments_matcher(expected.args)
+    want = expected.want if expected.want is not None else arguments_matcher(expected.args)
     if check == "subset":
         for key, value in want.items():
             if key not in made.arguments:
