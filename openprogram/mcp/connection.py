@@ -21,7 +21,7 @@ import concurrent.futures
 import threading
 import weakref
 from collections.abc import Coroutine, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ..tools import AgentTool, ToolResult, json_schema_validator
 from ..types import ToolSpec
@@ -75,7 +75,9 @@ class MCPConnection:
     added to the SDK's default environment, ``cwd`` is its working directory), an in-process
     server object of the ``mcp`` SDK (``mcp.server.Server`` or ``MCPServer``), any other object
     the SDK's ``Client`` accepts (``StdioServerParameters``, a transport), or an object with a
-    ``to_mcp_server()`` method returning one of those.
+    ``to_mcp_server()`` method returning one of those.  ``mode="legacy"`` forces the
+    ``initialize`` handshake of 2025-era servers (the default ``"auto"`` asks the server first and
+    falls back to it).
 
     Offer it as a tool entry (``runtime.exec(..., tools=[connection])``) or attach it to a
     ``Runtime(mcp_servers=[...])`` for the toolsets ``mcp`` and ``mcp:{name}``.  It connects on
@@ -98,6 +100,7 @@ class MCPConnection:
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         max_tools: int = DEFAULT_MAX_TOOLS,
         always_load: bool = False,
+        mode: Literal["auto", "legacy"] = "auto",
     ) -> None:
         self.name = check_server_name(name)
         if isinstance(server, str) and not server.startswith(("http://", "https://")):
@@ -115,6 +118,8 @@ class MCPConnection:
         ):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{label} must be a number > 0, got {value!r}")
+        if mode not in ("auto", "legacy"):
+            raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
         for label, count in (("max_result_chars", max_result_chars), ("max_tools", max_tools)):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"{label} must be an int >= 1, got {count!r}")
@@ -127,6 +132,7 @@ class MCPConnection:
         self.max_result_chars = max_result_chars
         self.max_tools = max_tools
         self.always_load = always_load
+        self.mode = mode
         self.skipped: tuple[SkippedTool, ...] = ()
         """Listed tools left off the menu at the last listing, each with its reason."""
         self.connects = 0
@@ -342,10 +348,18 @@ class _Session:
         self._closing = asyncio.Event()
         self._supervisor = asyncio.current_task()
         try:
-            from mcp import Client
-
+            try:
+                from mcp import Client
+            except ImportError as exc:
+                raise MCPConnectError(
+                    self.name,
+                    f"the mcp extra is not installed ({exc.name} is missing): "
+                    'pip install "openprogram-loop[mcp]"',
+                ) from None
             target = _client_target(self.owner)
-            client = Client(target, message_handler=self._on_message, cache=None)
+            client = Client(
+                target, message_handler=self._on_message, cache=None, mode=self.owner.mode
+            )
             async with client:
                 self.client = client
                 self.owner.connects += 1

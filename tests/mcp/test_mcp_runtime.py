@@ -335,3 +335,45 @@ def test_importing_openprogram_does_not_import_the_sdk() -> None:
     code = "import sys, openprogram, openprogram.mcp; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_2025_era_list_changed_notification_shows_at_the_next_run() -> None:
+    import mcp_types as types
+    from mcp.server import Server
+
+    listing = [{"name": "grow", "inputSchema": {"type": "object"}}]
+
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult.model_validate({"tools": listing})
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        listing.append({"name": "extra", "inputSchema": {"type": "object"}})
+        await ctx.session.send_tool_list_changed()  # notifications/tools/list_changed
+        return types.CallToolResult.model_validate({"content": [{"type": "text", "text": "ok"}]})
+
+    server = Server("old", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    provider = ScriptedProvider([turn(call("old__grow", {})), "grown", "after"])
+    with MCPConnection("old", server, mode="legacy") as old:
+        runtime = Runtime(provider, registry=Registry())
+        runtime.exec("grow", tools=[old])
+        assert _wait_for(lambda: old._stale)
+        runtime.exec("again", tools=[old])
+        assert old.connects == 1
+    assert [t.name for t in provider.requests[1].tools] == ["old__grow"]
+    assert [t.name for t in provider.requests[2].tools] == ["old__grow", "old__extra"]
+
+
+def test_without_the_extra_connecting_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "from openprogram.mcp import MCPConnection, MCPConnectError\n"
+        "try:\n"
+        "    MCPConnection('x', ['true']).connect()\n"
+        "except MCPConnectError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == (
+        "MCP server 'x': the mcp extra is not installed (mcp is missing): "
+        'pip install "openprogram-loop[mcp]"'
+    )
