@@ -13,11 +13,39 @@ upstream exposes MCP tools by default.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
+
+from ._sync import sync_twin
 
 if TYPE_CHECKING:
     from .mcp import MCPConnection
     from .registry import Registry
+
+
+class ServerOwner:
+    """What owns attached MCP servers (``Runtime``): closes them with ``aclose()``/``close()``
+    and at the end of a ``with``/``async with`` block; a later run connects them again."""
+
+    mcp_servers: tuple[MCPConnection, ...] = ()
+
+    async def aclose(self) -> None:
+        """Close the attached MCP servers (``mcp_servers=``)."""
+        for server in self.mcp_servers:
+            await server.aclose()
+
+    close = sync_twin(aclose, "close", """Sync twin of ``aclose``.""")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def is_group(entry: Any) -> bool:
@@ -85,4 +113,4 @@ def check_servers(servers: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(servers)
 
 
-__all__ = ["check_servers", "is_group", "open_groups", "opened"]
+__all__ = ["ServerOwner", "check_servers", "is_group", "open_groups", "opened"]

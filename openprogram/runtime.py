@@ -49,7 +49,7 @@ from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
 from .config import normalize_tool_choice
 from .events import AgentEvent, ToolExecutionStart
 from .functions import current_runtime
-from .groups import check_servers, open_groups
+from .groups import ServerOwner, check_servers, open_groups
 from .loop import AgentContext, AgentStream, LoopConfig, SteeringMode, agent_loop
 from .outcome import ProviderError, RunRecord, last_assistant, raise_for_termination
 from .providers.base import Provider, ToolChoice
@@ -166,7 +166,7 @@ UNOBSERVED_RUN = (
 _run_ids = itertools.count(1)
 
 
-class Runtime:
+class Runtime(ServerOwner):
     """Runs ``exec`` calls against one provider and model.
 
     ``registry`` (default: the shared registry) supplies the ``"full"`` and named toolsets;
@@ -472,27 +472,6 @@ class Runtime:
         """Sync twin of ``aexec`` (same arguments, same result, same errors), run through
         ``openprogram.run_sync``: safe with or without a running event loop in this thread.""",
     )
-
-    # -- MCP servers and other tool groups -------------------------------------------------------
-    async def aclose(self) -> None:
-        """Close the MCP servers attached to this runtime (``mcp_servers=``); a later run
-        connects them again."""
-        for server in self.mcp_servers:
-            await server.aclose()
-
-    close = sync_twin(aclose, "close", """Sync twin of ``aclose``.""")
-
-    async def __aenter__(self) -> Runtime:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> Runtime:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- internals --------------------------------------------------------------------------------
     def _config(
