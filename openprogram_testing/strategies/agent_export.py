@@ -100,24 +100,30 @@ def agent_scenario_data(
         }
         tools.append({**stub, "sequence": outcomes or [{"returns": None}]})
     script = _script(scenario, trace, failed_tools)
-    steering = []
+    steering: list[dict[str, Any]] = []
     dialogue: list[dict[str, Any]] = []
+    # An entry this run never reached is optional in the file: a generated entry may point past
+    # the run (a round it never had), and the replay must fail for the failure found, not for
+    # "steering entry never fired".  One it reached stays required, so the replay checks it.
+    fired = {d.message.text for d in trace.deliveries} | {m.text for m in trace.undelivered}
     for s in scenario.steering:
+        entry: dict[str, Any]
         if s.user:
-            line: dict[str, Any] = {"say": s.message, "optional": True}
+            entry = {"say": s.message}
             if s.expect is not None:
-                line["expect"] = s.expect
-            dialogue.append(line)
+                entry["expect"] = s.expect
         elif s.follow_up:
-            steering.append({"message": s.message, "follow_up": True})
+            entry = {"message": s.message, "follow_up": True}
         elif s.when_tool is not None:
-            when = {"tool": s.when_tool, "nth": s.nth}
-            steering.append({"message": s.message, "when": when, "optional": True})
+            entry = {"message": s.message, "when": {"tool": s.when_tool, "nth": s.nth}}
         elif s.after_call is not None:
             position = {"round": s.after_call[0], "index": s.after_call[1]}
-            steering.append({"message": s.message, "after_call": position})
+            entry = {"message": s.message, "after_call": position}
         else:
-            steering.append({"message": s.message, "before_round": s.before_round})
+            entry = {"message": s.message, "before_round": s.before_round}
+        if s.message not in fired:
+            entry["optional"] = True
+        (dialogue if s.user else steering).append(entry)
     results = []
     for result in trace.tool_results:
         planned = calls.get(result.tool_call_id)

@@ -216,11 +216,32 @@ def test_when_steering_and_a_simulated_user_are_run_checked_and_exported(
     assert texts == ["stop refunding", "user 1"]
     assert [r.skipped for r in trace.tool_results] == [False, True]  # skip mode: the rest
     data = yaml.safe_load(agent_scenario_to_yaml(scenario, trace))
-    assert data["steering"] == [
-        {"message": "stop refunding", "when": {"tool": "refund", "nth": 1}, "optional": True}
-    ]
-    assert data["simulated_user"] == [{"say": "user 1", "optional": True, "expect": "(?i)^done"}]
+    assert data["steering"] == [{"message": "stop refunding", "when": {"tool": "refund", "nth": 1}}]
+    assert data["simulated_user"] == [{"say": "user 1", "expect": "(?i)^done"}]  # both fired
     path = tmp_path / "replay.scenario.yaml"
     path.write_text(agent_scenario_to_yaml(scenario, trace), encoding="utf-8")
+    result = run_scenario(load_scenario(path, import_roots=[HERE]), import_roots=[HERE])
+    assert result.passed, result.failure_text
+
+
+def test_a_steering_entry_the_run_never_reached_is_optional_in_the_export(
+    event_runner: asyncio.Runner, tmp_path: Path
+) -> None:
+    """A drawn entry may point past the run (round 2 of a one-round run): exported as required,
+    the replay failed with "steering entry never fired" instead of the failure found."""
+    from openprogram_testing.strategies import GenSteering, SchemaCall, agent_scenario_to_yaml
+
+    call = SchemaCall("refund", "valid", {"order_id": "ORD-0001", "amount": 1, "reason": "late"})
+    steering = (GenSteering("steer 0", after_call=(2, 0)), GenSteering("follow 1", follow_up=True))
+    scenario = AgentScenario(((AgentCall(call),),), steering, tools=(refund, get_order))
+    trace = scenario.run_sync(runner=event_runner)
+    text = agent_scenario_to_yaml(scenario, trace)
+    data = yaml.safe_load(text)
+    assert data["steering"] == [
+        {"message": "steer 0", "after_call": {"round": 2, "index": 0}, "optional": True},
+        {"message": "follow 1", "follow_up": True},  # it fired: the replay checks it does
+    ]
+    path = tmp_path / "replay.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
     result = run_scenario(load_scenario(path, import_roots=[HERE]), import_roots=[HERE])
     assert result.passed, result.failure_text
