@@ -1,8 +1,8 @@
 """A small MCP server the tests start as a stdio subprocess: ``python stdio_server.py [mode]``.
 
 Modes: ``serve`` (the default: tools ``add``, ``shout``, ``sleep``), ``crash`` (exits before
-answering anything), ``silent`` (reads its input and never answers), ``big`` (a tool that
-answers 10 MB of text)."""
+answering anything), ``silent`` (reads its input and never answers), ``garbage`` (answers every
+line with text that is not JSON-RPC), ``big`` (with a tool that answers 10 MB of text)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,11 @@ def main() -> None:
     if mode == "crash":
         sys.stderr.write("stdio_server: crashing on purpose\n")
         sys.exit(3)
+    if mode == "garbage":
+        for _ in sys.stdin:
+            sys.stdout.write("this is not JSON-RPC {\n")
+            sys.stdout.flush()
+        return
     if mode == "silent":
         for _ in sys.stdin:
             pass

@@ -195,6 +195,7 @@ def test_cancelling_the_run_cancels_the_call_on_the_server(fake_mcp_server: Any)
     [
         ("crash", SLOW_START_S, "Connection closed"),
         ("silent", 2.0, "no answer to initialize within 2s"),
+        ("garbage", 2.0, "no answer to initialize within 2s"),
     ],
 )
 def test_a_server_that_crashes_or_never_answers_fails_at_connect_time(
@@ -376,4 +377,18 @@ def test_without_the_extra_connecting_says_what_to_install() -> None:
     assert out.stdout.strip() == (
         "MCP server 'x': the mcp extra is not installed (mcp is missing): "
         'pip install "openprogram-loop[mcp]"'
+    )
+
+
+def test_a_ten_megabyte_answer_over_stdio_is_clipped() -> None:
+    provider = ScriptedProvider([turn(call("big__flood", {})), "ok"])
+    server = MCPConnection(
+        "big", [sys.executable, SERVER_SCRIPT, "big"], connect_timeout_s=SLOW_START_S
+    )
+    with server:
+        Runtime(provider, registry=Registry()).exec("flood", tools=[server])
+    (answer,) = results(provider)
+    assert not answer.is_error and len(answer.content[0].text) == 100_000
+    assert answer.content[-1].text == (
+        "[clipped: the result had 10000000 characters; the first 100000 are shown]"
     )
