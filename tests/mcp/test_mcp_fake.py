@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp")
-
 from openprogram import Registry, Runtime
 from openprogram_testing import ScriptedProvider, call, turn
 from openprogram_testing.mcp import (

@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("mcp")
-
 from mcp.server.mcpserver import Context, MCPServer
 
 from openprogram import CancelledRun, CancelToken, Registry, Runtime, agentic_function, function
