@@ -228,7 +228,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "deprecated",
     ),
     "core": (
-        "trace", "tree", "render", "rounds", "steering", "conditions", "dialogue", "matchers",
+        "trace", "tree", "render", "rounds", "model_input", "steering", "conditions", "dialogue", "matchers",
         "capture", "scenarios.model", "scenarios.events", "scenarios.yamlread",
         "scenarios.problems", "scenarios.loader", "scenarios.checks", "scenarios.imports",
         "scenarios.menus", "scenarios.stubs", "scenarios.replay", "scenarios.expect_models",
