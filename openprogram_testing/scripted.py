@@ -40,16 +40,64 @@ class UnconsumedTurns(ScriptError):
     """The test ended with scripted turns that were never played."""
 
 
+class ToolNotOffered(ScriptError):
+    """A scripted call and the model call's menu disagree: the call names a tool the request
+    does not offer without being marked ``unknown=True`` (a real model is only ever offered the
+    menu, so playing it would test an agent no model can drive), or it is marked ``unknown``
+    but the tool is offered (the "not found" path it means to test would not run).  The model
+    call ends with an ``error`` turn naming it instead of playing the call.
+
+    ``request_index`` is the model call (0-based, as ``provider.requests``), ``turn_index`` the
+    script entry, ``call_index`` the call within the turn, ``tool`` its name, ``offered`` the
+    request's tool names and ``marked_unknown`` whether the call said ``unknown=True``."""
+
+    def __init__(
+        self,
+        request_index: int,
+        turn_index: int,
+        call_index: int,
+        tool: str,
+        offered: tuple[str, ...],
+        marked_unknown: bool,
+    ) -> None:
+        self.request_index = request_index
+        self.turn_index = turn_index
+        self.call_index = call_index
+        self.tool = tool
+        self.offered = offered
+        self.marked_unknown = marked_unknown
+        reason = self.reason("call(..., unknown=True)")
+        super().__init__(f"scripted turn #{turn_index} (0-based), call #{call_index}: {reason}")
+
+    def reason(self, marker: str) -> str:
+        """What is wrong, naming ``marker`` as the way to mark a call deliberately unknown (a
+        scenario says ``unknown_tool: true``, Python ``call(..., unknown=True)``)."""
+        if self.marked_unknown:
+            return (
+                f"the call is marked {marker} but model call #{self.request_index} offers tool "
+                f"{self.tool!r}"
+            )
+        listed = ", ".join(self.offered) or "no tools"
+        return (
+            f"the script calls tool {self.tool!r}, which model call #{self.request_index} does "
+            f'not offer (it offers {listed}); mark the call {marker} to test the "not found" '
+            "path"
+        )
+
+
 @dataclass(slots=True)
 class ScriptedCall:
     """A scripted tool call.  ``id=None`` gets a deterministic id (``call_0``, ``call_1``, …,
     counted per provider).  ``raw`` sends argument text verbatim (e.g. invalid JSON) instead of
-    ``json.dumps(arguments)``."""
+    ``json.dumps(arguments)``.  ``unknown=True`` says the call names a tool the model call does
+    not offer on purpose (to test the "not found" path); without it such a call is refused
+    (``ToolNotOffered``), as a scenario refuses one without ``unknown_tool: true``."""
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
     raw: str | None = None
+    unknown: bool = False
 
     @property
     def argument_text(self) -> str:
@@ -247,8 +295,13 @@ def call(
     *,
     id: str | None = None,
     raw: str | None = None,
+    unknown: bool = False,
 ) -> ScriptedCall:
-    return ScriptedCall(name=name, arguments=dict(arguments or {}), id=id, raw=raw)
+    """A scripted call of tool ``name``; ``unknown=True`` marks a call of a tool the model call
+    does not offer as deliberate (see ``ScriptedCall``)."""
+    return ScriptedCall(
+        name=name, arguments=dict(arguments or {}), id=id, raw=raw, unknown=bool(unknown)
+    )
 
 
 def think(text: str, *, signature: str | None = None, redacted: bool = False) -> ScriptedThinking:
@@ -477,6 +530,7 @@ class _Playback:
         "_context",
         "_delay",
         "_events",
+        "_index",
         "_model",
         "_options",
         "_provider",
@@ -495,6 +549,7 @@ class _Playback:
         self._builder: MessageBuilder | None = None
         self._cancel: CancelToken | None = None
         self._delay = 0.0
+        self._index = 0  # the request's index, once recorded
 
     def __aiter__(self) -> _Playback:
         return self
@@ -550,6 +605,7 @@ class _Playback:
         naming the unexpected call (recorded as a violation), set up here to be played without
         delays or cancel checks (``None`` is returned)."""
         request = provider._record(self._model, self._context, self._options)
+        self._index = request.index
         if provider._played >= len(provider.turns):
             violation = UnexpectedModelCall(
                 f"unexpected model call #{request.index} (0-based): the script has "
@@ -576,13 +632,38 @@ class _Playback:
     def _play(
         self, provider: ScriptedProvider, scripted: ScriptedTurn
     ) -> Iterator[AssistantMessageEvent]:
-        """Start playing ``scripted``: the events of its parts, built one at a time."""
+        """Start playing ``scripted``: the events of its parts, built one at a time.  A call
+        the request's menu contradicts (``ToolNotOffered``) is refused: the turn becomes an
+        error naming it, recorded as a violation."""
+        refused = _menu_violation(scripted, self._context.tools, self._index, provider._played - 1)
+        if refused is not None:
+            provider.violations.append(refused)
+            scripted = ScriptedTurn(error=str(refused))
         self._turn = scripted
         builder = self._builder = MessageBuilder(self._model, provider.name, provider.api)
         self._cancel = self._options.cancel
         self._delay = scripted.delay_s if scripted.delay_s is not None else provider.delay_s
         chunk = scripted.chunk_size if scripted.chunk_size is not None else provider.chunk_size
         return provider._events(builder, scripted, chunk)
+
+
+def _menu_violation(
+    scripted: ScriptedTurn, tools: Sequence[ToolSpec], request_index: int, turn_index: int
+) -> ToolNotOffered | None:
+    """The first call of ``scripted`` that the offered ``tools`` contradict, if any."""
+    offered: tuple[str, ...] | None = None
+    index = 0
+    for part in scripted.parts:
+        if not isinstance(part, ScriptedCall):
+            continue
+        if offered is None:  # (built only for a turn with calls)
+            offered = tuple(t.name for t in tools)
+        if (part.name in offered) == part.unknown:
+            return ToolNotOffered(
+                request_index, turn_index, index, part.name, offered, part.unknown
+            )
+        index += 1
+    return None
 
 
 _TURN_VALUES = (ScriptedTurn, str)
@@ -664,6 +745,7 @@ __all__ = [
     "ScriptedProvider",
     "ScriptedThinking",
     "ScriptedTurn",
+    "ToolNotOffered",
     "UnconsumedTurns",
     "UnexpectedModelCall",
     "aborted_turn",

@@ -28,7 +28,7 @@ from ..cassettes.errors import CassetteError
 from ..cassettes.session import use_cassette
 from ..dialogue import UserLine
 from ..schema_provider import SchemaDrivenProvider
-from ..scripted import ScriptedProvider, ScriptedTurn, call, think
+from ..scripted import ScriptedProvider, ScriptedTurn, ToolNotOffered, call, think
 from ..steering import SteeringSchedule
 from ..trace import LoopTrace, run_loop
 from ..tree import TraceTree, run_exec
@@ -213,9 +213,10 @@ async def arun_scenario(
     if provider is not None:
         try:
             provider.assert_complete()
+        except ToolNotOffered as exc:
+            failures.append(menu_failure(exc, trace))
         except AssertionError as exc:
             failures.append(f"model script: {exc}")
-        failures.extend(check_menus(provider, trace, scenario))
     failures.extend(_check_schedule(trace))
     check_deadline = max(deadline, time.monotonic() + MIN_CHECK_S)
     failures.extend(check_expectations(scenario, trace, deadline=check_deadline))
@@ -413,37 +414,20 @@ async def _run(scenario: Scenario, provider: Provider, model: str) -> tuple[Ran,
     return tree, [f"the run raised {type(failure).__name__}: {_text(failure)}"]
 
 
-def check_menus(provider: object, ran: Ran, scenario: Scenario) -> list[str]:
-    """Each scripted call judged by the menu of the run that made it: the tools the model
-    request it answered really offered (the validator can only read menus from code)."""
-
-    requests = getattr(provider, "requests", None)
-    if not isinstance(ran, TraceTree) or not isinstance(requests, list):
-        return []
-    runs = {id(r): node for node in ran.walk() for r in node.trace.requests or []}
-    turns = scenario.turns
-    out: list[str] = []
-    for request in requests:
-        node = runs.get(id(request))
-        if node is None or request.index >= len(turns):
-            continue
-        offered = {t.name for t in request.tools}
-        where = "the outermost run" if not node.path else f"run {node.path}"
-        for j, c in enumerate(turns[request.index].calls):
-            loc = f"script[{request.index}].calls[{j}]"
-            if c.unknown_tool and c.name in offered:
-                out.append(
-                    f"{loc}.name: the call is marked 'unknown_tool: true' but {where}, which "
-                    f"makes it, offers tool {c.name!r}"
-                )
-            elif not c.unknown_tool and c.name not in offered:
-                listed = ", ".join(sorted(offered)) or "none"
-                out.append(
-                    f"{loc}.name: the script calls tool {c.name!r} in {where}, which offers "
-                    f"{listed}; mark the call 'unknown_tool: true' to test the \"not found\" "
-                    "path"
-                )
-    return out
+def menu_failure(refused: ToolNotOffered, ran: Ran) -> str:
+    """The scripted provider's refusal of a call its model call's menu contradicts (one rule,
+    enforced where the call is played: ``ToolNotOffered``), placed in the scenario file and in
+    the run that made the call."""
+    where = "the outermost run"
+    if isinstance(ran, TraceTree):
+        for node in ran.walk():
+            if any(r.index == refused.request_index for r in node.trace.requests or ()):
+                where = "the outermost run" if not node.path else f"run {node.path}"
+                break
+    return (
+        f"script[{refused.turn_index}].calls[{refused.call_index}].name ({where}): "
+        + refused.reason("'unknown_tool: true'")
+    )
 
 
 def build_provider(scenario: Scenario) -> ScriptedProvider | SchemaDrivenProvider:
@@ -468,7 +452,9 @@ def scripted_turns(defs: Sequence[TurnDef]) -> list[ScriptedTurn]:
             parts.append(think(t.thinking))
         if t.text is not None:
             parts.append(t.text)
-        parts.extend(call(c.name, c.args, id=c.id, raw=c.raw_args) for c in t.calls)
+        parts.extend(
+            call(c.name, c.args, id=c.id, raw=c.raw_args, unknown=c.unknown_tool) for c in t.calls
+        )
         turns.append(
             ScriptedTurn(
                 parts=parts,

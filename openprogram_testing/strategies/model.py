@@ -70,7 +70,12 @@ class GenCall:
     raw: str | None = None
 
     def scripted(self) -> ScriptedCall:
-        return ScriptedCall(name=self.name, arguments=dict(self.args or {}), raw=self.raw)
+        return ScriptedCall(
+            name=self.name,
+            arguments=dict(self.args or {}),
+            raw=self.raw,
+            unknown=self.kind == "unknown",
+        )
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,12 @@ def _runs() -> dict[str, LoopTrace]:
     out["errors"] = run_loop_sync(
         ScriptedProvider(
             [
-                turn(call("nope"), call("add", {"a": "x"}), call("add", raw="{bad"), call("boom")),
+                turn(
+                    call("nope", unknown=True),
+                    call("add", {"a": "x"}),
+                    call("add", raw="{bad"),
+                    call("boom"),
+                ),
                 "recovered",
             ]
         ),
@@ -487,7 +492,9 @@ def test_invariant_6_an_unknown_tool_with_bad_json_is_not_a_validation_failure()
     (a trace without one cannot tell the tools apart); a known tool with bad JSON still needs
     a validation failure."""
     trace = run_loop_sync(
-        ScriptedProvider([turn(call("nope", raw='{"x": 1')), "done"]), "go", tools=[add_tool()]
+        ScriptedProvider([turn(call("nope", raw='{"x": 1', unknown=True)), "done"]),
+        "go",
+        tools=[add_tool()],
     )
     assert find_violations(trace) == []
     assert find_violations(LoopTrace.from_events(trace.events)) == []

@@ -74,7 +74,7 @@ def test_leftover(scripted_provider, loop_runner):
     loop_runner("hi")
 
 def test_extra_call(scripted_provider, loop_runner):
-    scripted_provider.add(turn(call("missing")))
+    scripted_provider.add(turn(call("missing", unknown=True)))
     trace = loop_runner("hi")
     assert trace.termination == "error"
 """

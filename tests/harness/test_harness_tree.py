@@ -218,7 +218,7 @@ def test_every_run_of_a_tree_knows_the_menu_it_offered() -> None:
         """Echo."""
         return x
 
-    provider = ScriptedProvider([turn(call("nope", raw='{"x": 1')), "done"])
+    provider = ScriptedProvider([turn(call("nope", raw='{"x": 1', unknown=True)), "done"])
     tree = run_exec_sync(Runtime(provider, "m"), "go", tools=[echo])
     check_invariants(tree)
     assert tree.trace.tool_names == ["echo"]

@@ -50,7 +50,7 @@ def test_nothing_is_recorded_or_played_until_the_first_event_is_asked_for() -> N
 
 
 def test_events_are_built_one_at_a_time() -> None:
-    provider = ScriptedProvider([turn("ab", call("add", {"a": 1}), chunk_size=1)])
+    provider = ScriptedProvider([turn("ab", call("add", {"a": 1}, unknown=True), chunk_size=1)])
 
     async def go() -> list[tuple[str, int, str]]:
         seen = []

@@ -53,7 +53,7 @@ def _record() -> dict[str, Any]:
                 think("hmm"),
                 "Looking.",
                 call("search", {"city": "Oslo"}),
-                call("nope", {}),
+                call("nope", {}, unknown=True),
                 call("book", raw="{bad"),
                 call("search", {"city": "Rome"}),
             ),

@@ -84,7 +84,7 @@ CASES: dict[str, tuple[Build, Build]] = {
     "length_stop": (lambda: run(turn("long…", stop="length")), lambda: run("short")),
     "thinking": (lambda: run(turn(think("hmm"), "ok")), lambda: run("ok")),
     "unknown_tool": (
-        lambda: run(turn(call("nope")), "done"),
+        lambda: run(turn(call("nope", unknown=True)), "done"),
         lambda: run(turn(call("boom")), "done"),
     ),
     "invalid_arguments": (

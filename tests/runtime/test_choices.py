@@ -190,7 +190,9 @@ def test_two_picks_in_one_message_are_invalid():
 
 
 def test_invalid_twice_raises_decision_error():
-    provider, runtime = _yes_or_no(_pick("maybe"), turn(call("pick", {"choice": "no"})))
+    provider, runtime = _yes_or_no(
+        _pick("maybe"), turn(call("pick", {"choice": "no"}, unknown=True))
+    )
     with pytest.raises(DecisionError) as info:
         runtime.exec("decide", tools=[], choices=["yes", "no"])
     provider.assert_complete()

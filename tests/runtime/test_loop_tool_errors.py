@@ -17,13 +17,15 @@ def results_of(events: list) -> list[ToolResultMessage]:
 
 
 def one_call_then_text(
-    name: str, args: dict | None = None, *, raw: str | None = None
+    name: str, args: dict | None = None, *, raw: str | None = None, unknown: bool = False
 ) -> ScriptedProvider:
-    return ScriptedProvider([turn(call(name, args, raw=raw, id="c1")), "recovered"])
+    return ScriptedProvider(
+        [turn(call(name, args, raw=raw, id="c1", unknown=unknown)), "recovered"]
+    )
 
 
 def test_unknown_tool_is_an_error_result_and_the_loop_continues() -> None:
-    events, stream = run(one_call_then_text("nope"), tools=[add_tool()])
+    events, stream = run(one_call_then_text("nope", unknown=True), tools=[add_tool()])
     (r,) = results_of(events)
     assert (r.text, r.is_error) == ("Tool nope not found", True)
     assert stream.model_calls == 2 and stream.termination == "completed"
