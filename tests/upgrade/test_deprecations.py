@@ -168,7 +168,7 @@ def test_the_helpers_take_0_1_trace_keyword_and_warn_naming_subject() -> None:
     )
 
     # a call of a tool not offered fails, the model recovers and answers
-    provider = ScriptedProvider([turn(call("nope", {})), "hello"])
+    provider = ScriptedProvider([turn(call("nope", {}, unknown=True)), "hello"])
     trace = run_loop_sync(provider, "hi")
     calls = [
         (assert_terminated, {"termination": "completed"}),
