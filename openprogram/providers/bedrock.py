@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..events import AssistantMessageEvent
+from ..texts import clip
 from ..types import (
     ImageContent,
     TextContent,
@@ -277,6 +278,8 @@ class BedrockProvider(SDKProvider):
                 loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
 
         def run() -> None:
+            sock: socket.socket | None = None
+            clean = False
             try:
                 if not streaming:
                     result = client.converse(**params)
@@ -287,17 +290,26 @@ class BedrockProvider(SDKProvider):
                 response = client.converse_stream(**params)["stream"]
                 with worker.lock:
                     worker.response = response
+                sock = _socket_of(response)  # now: urllib3 lets go of it at the body's end
                 if worker.cancelled:
                     return
+                ending = _Ending()
                 for event in response:
                     if worker.cancelled:
                         return
+                    ending.see(event)
                     post("item", event)
+                clean = ending.clean
+                if not clean:  # before the consumer hears of the end
+                    _drop(sock)
                 post("end", None)
             except BaseException as exc:  # everything ends as an error event
+                _drop(sock)
                 if not worker.cancelled:
                     post("exc", exc)
             finally:
+                if not clean:  # a read left early (cancelled, a refused frame): never pooled
+                    _drop(sock)
                 worker.close()
                 worker.done.set()
                 with contextlib.suppress(RuntimeError):
@@ -441,6 +453,56 @@ def _b64(raw: Any) -> str:
     return base64.b64encode(raw).decode("ascii") if isinstance(raw, bytes | bytearray) else str(raw)
 
 
+def frame_problem(data: Mapping[str, Any]) -> str | None:
+    """What makes a ``converse_stream`` event unreadable, or ``None``: a member every real event
+    of its kind carries is missing (botocore parses a payload that is not JSON into an empty
+    event, so their absence means a corrupt frame), or a ``contentBlockIndex`` is not a
+    non-negative integer.  The parser ends the call with an error on it, and the worker thread
+    reading the stream drops the connection instead of pooling it (``_Ending``)."""
+    for name, members in data.items():
+        if not isinstance(members, Mapping):
+            members = {}
+        missing = [m for m in _REQUIRED_MEMBERS.get(name, ()) if m not in members]
+        if missing:
+            return f"{name} event without {', '.join(missing)}"
+        index = members.get("contentBlockIndex", 0)
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            return f"{name} event whose contentBlockIndex is {clip(repr(index), 40)}, not an index"
+    return None
+
+
+class _Ending:
+    """How a stream read on the worker thread ended: cleanly only after ``messageStop`` then
+    ``metadata`` with no unreadable event on the way.  Any other ending (the body ended early,
+    a frame the parser refuses, an exception) leaves the connection in a state no next request
+    may inherit, so the worker shuts its socket down rather than let urllib3 pool it."""
+
+    __slots__ = ("bad", "ended", "stopped")
+
+    def __init__(self) -> None:
+        self.bad = self.stopped = self.ended = False
+
+    def see(self, event: Any) -> None:
+        if not isinstance(event, Mapping) or frame_problem(event) is not None:
+            self.bad = True
+        elif "messageStop" in event:
+            self.stopped = True
+        elif "metadata" in event and self.stopped:
+            self.ended = True
+
+    @property
+    def clean(self) -> bool:
+        return self.ended and not self.bad
+
+
+def _drop(sock: socket.socket | None) -> None:
+    """Shut a connection's socket down (the server sees it closed; urllib3 finds it dropped and
+    never reuses it)."""
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 class BedrockStreamParser(StreamParser):
     """Feeds ``converse_stream`` events (``{"<eventName>": {...}}`` dicts) into the builder."""
 
@@ -453,14 +515,10 @@ class BedrockStreamParser(StreamParser):
 
     def feed(self, data: dict[str, Any]) -> Events:
         b = self.b
-        for name, members in data.items():
-            missing = [m for m in _REQUIRED_MEMBERS.get(name, ()) if m not in (members or {})]
-            if missing:
-                # botocore parses a payload that is not JSON into an empty event: a real event
-                # always has these members, so their absence means a corrupt frame
-                self.finished = True
-                text = f"malformed stream frame: {name} event without {', '.join(missing)}"
-                return [b.error(text, retryable=True)]
+        problem = frame_problem(data)
+        if problem is not None:
+            self.finished = True
+            return [b.error(f"malformed stream frame: {problem}", retryable=True)]
         if "contentBlockStart" in data:
             event = data["contentBlockStart"]
             tool = (event.get("start") or {}).get("toolUse")

@@ -134,3 +134,73 @@ def test_the_region_comes_from_aws_region_as_documented(
         base_url="http://127.0.0.1:9", aws_access_key_id="a", aws_secret_access_key="b", **kwargs
     )
     assert provider.client.meta.region_name == expected
+
+
+def _reply(index: object = 0) -> bytes:
+    """A whole Converse stream whose text block has ``contentBlockIndex`` ``index``."""
+    return (
+        event_frame("messageStart", {"role": "assistant"})
+        + event_frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": "hi"}})
+        + event_frame("contentBlockStop", {"contentBlockIndex": index})
+        + event_frame("messageStop", {"stopReason": "end_turn"})
+        + event_frame("metadata", {"usage": {"inputTokens": 1, "outputTokens": 1}})
+    )
+
+
+def _declares_16_mb() -> bytes:
+    """A first event, then a message whose prelude declares 16 MB, then the body ends."""
+    import struct
+    import zlib
+
+    prelude = struct.pack(">II", 16 * 1024 * 1024, 0)
+    cut = prelude + struct.pack(">I", zlib.crc32(prelude)) + b"{}" * 10
+    return event_frame("messageStart", {"role": "assistant"}) + cut
+
+
+def _framed(body: bytes, chunks: bool) -> bytes:
+    if chunks:
+        head = http_head(200, {"Content-Type": EVENTS, "Transfer-Encoding": "chunked"})
+        return head + chunked(body) + chunked(b"")
+    return http_head(200, {"Content-Type": EVENTS, "Content-Length": str(len(body))}) + body
+
+
+UNREADABLE = {
+    "declares 16 MB, then ends": (_declares_16_mb(), "stream ended"),
+    "contentBlockIndex 'x'": (_reply("x"), "contentBlockIndex is 'x', not an index"),
+    "contentBlockIndex true": (_reply(True), "contentBlockIndex is True"),
+    "contentBlockIndex -1": (_reply(-1), "contentBlockIndex is -1"),
+    "contentBlockIndex 1.5": (_reply(1.5), "contentBlockIndex is 1.5"),
+    "contentBlockIndex null": (_reply(None), "without contentBlockIndex"),  # botocore drops it
+}
+
+
+@pytest.mark.parametrize("chunks", [False, True], ids=["content-length", "chunked"])
+@pytest.mark.parametrize("case", list(UNREADABLE))
+async def test_an_unreadable_stream_ends_in_an_error_and_its_connection_is_closed(
+    case: str, chunks: bool
+) -> None:
+    """The connection of a stream that ended without its terminal events, or with a frame the
+    parser refuses, is closed, not pooled (the server would hold it open for a next request
+    that inherits whatever the last one left), after the terminal event and ``aclose()``."""
+    body, expected = UNREADABLE[case]
+    with LoopbackServer(lambda _request: [_framed(body, chunks)]) as server:
+        provider = bedrock_at(server.url)  # (kept: a collected client closes its pool anyway)
+        stream = provider.stream("m", CTX, StreamOptions())
+        events = [event async for event in stream]
+        await stream.aclose()  # type: ignore[attr-defined]
+        final = events[-1].message
+        assert final is not None and final.stop_reason == "error"
+        assert expected in (final.error_message or ""), final.error_message
+        assert await asyncio.to_thread(server.wait_closed, None, 3.0), "the socket stayed open"
+        assert await asyncio.to_thread(gone_within, 3.0), bedrock_threads()
+
+
+async def test_a_whole_stream_keeps_its_connection_for_the_next_call() -> None:
+    with LoopbackServer(lambda _request: [_framed(_reply(), False)]) as server:
+        provider = bedrock_at(server.url)  # (kept: its client owns the pool)
+        stream = provider.stream("m", CTX, StreamOptions())
+        events = [event async for event in stream]
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert events[-1].type == "done"
+        # pooled for the next call: only a stream that did not end whole is dropped
+        assert not await asyncio.to_thread(server.wait_closed, None, 0.5)
