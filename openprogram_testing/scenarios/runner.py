@@ -364,7 +364,12 @@ async def execute(
     cassette_path, refused = cassette_file(scenario)
     if cassette_path is None:
         raise ValueError(refused)
-    adapter, model, count = cassette_adapter(cassette.api, cassette_path, model)
+    adapter, recorded_model, count = cassette_adapter(cassette.api, cassette_path, model)
+    if "model" not in scenario.options.model_fields_set:
+        model = recorded_model  # unset: the recording's, so the replay sends what it recorded
+    # Given: the run sends it, and the cassette compares it as any other part of the request
+    # (the body's ``model``, or the request path for APIs that name the model there), so a
+    # scenario never passes under a model name the recording did not answer.
     ran: Ran | None = None
     failures: list[str] = []
     try:
