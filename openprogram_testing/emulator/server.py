@@ -309,11 +309,16 @@ class ProviderEmulator:
 
     # -- serving (called from handler threads) ----------------------------------------------
     def plan(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Plan:
-        """Record one request and decide its answer.  Nothing is announced here: whoever sends
-        the answer announces the exchange (this emulator's socket, or a cassette's fallback
-        that plans its turns with an emulator that never listens), so planning needs no
-        server and an observer of the traffic cannot make planning fail."""
-        return self._recorded_plan(method, target, headers, raw)[1]
+        """Record one request and decide its answer.  An emulator serving on its socket
+        announces the exchange to the traffic observers; one that never listens (a cassette's
+        fallback plans its turns with one) announces nothing, and its caller, which sends the
+        answer, announces it: planning needs no server, and an observer of the traffic can
+        never make it fail."""
+        record, plan = self._recorded_plan(method, target, headers, raw)
+        httpd = self._httpd  # read once: a concurrent stop() clears it
+        if httpd is not None and exchanges_wanted():
+            self._announce(record, int(httpd.server_address[1]), target, raw, plan)
+        return plan
 
     def _recorded_plan(
         self, method: str, target: str, headers: dict[str, str], raw: bytes
@@ -338,15 +343,18 @@ class ProviderEmulator:
             record.response_headers = dict(plan.headers)
         return record, plan
 
-    def _announce(self, record: EmulatorRequest, target: str, raw: bytes, plan: Plan) -> None:
+    def _announce(
+        self, record: EmulatorRequest, port: int, target: str, raw: bytes, plan: Plan
+    ) -> None:
         """The exchange this emulator's socket served, for the traffic observers (the HTML
         report shows the traffic of any client)."""
+        host = self._host if self._host not in ("", "0.0.0.0") else "127.0.0.1"
         announce_exchange(
             HttpExchange(
                 "emulator",
                 record.index,
                 record.method,
-                self.base_url + target,
+                f"http://{host}:{port}{target}",
                 record.received_at,
                 dict(record.headers),
                 record.body if record.body is not None else raw,
@@ -613,16 +621,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             raw = self._read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
-            record: EmulatorRequest | None = None
             try:
-                record, plan = emulator._recorded_plan(method, self.path, headers, raw)
+                plan = emulator.plan(method, self.path, headers, raw)
             except Exception as exc:  # an emulator bug: answer and record it, never hang
                 log.exception("provider emulator: internal error")
                 msg = f"provider emulator internal error: {type(exc).__name__}: {exc}"
                 emulator.violations.append(EmulatorProtocolError(msg))
                 plan = error_plan(_guess(self.path.partition("?")[0]), 500, msg, "req_emu_internal")
-            if record is not None and exchanges_wanted():
-                emulator._announce(record, self.path, raw, plan)
             self._send(plan, emulator._stopping)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
             self.close_connection = True  # the client went away: nothing to answer
