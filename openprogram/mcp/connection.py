@@ -217,6 +217,8 @@ class MCPConnection:
             raise
         except Exception as exc:  # a listing the SDK refused, a lost connection, a timeout
             self._stale = True
+            if _closed(exc):
+                self._forget(session)
             raise MCPConnectError(self.name, f"tools/list failed: {_reason(exc)}") from exc
         except BaseException:
             self._stale = True
@@ -227,6 +229,17 @@ class MCPConnection:
         tools = [self._agent_tool(t) for t in listed]
         self._tools = tools
         return tools
+
+    def _forget(self, session: _Session | None) -> None:
+        """The server went away under ``session`` (a stdio server that exited, an HTTP server
+        that closed the session): drop it, so the next run connects again, and shut it down off
+        the caller's loop."""
+        with self._lock:
+            if session is None or self._session is not session:
+                return
+            self._session = None
+            self._stale = True
+        threading.Thread(target=session.close, daemon=True).start()
 
     def tools_changed(self) -> None:
         """Re-read the tool list at the next run (the server sent ``list_changed``)."""
@@ -259,6 +272,7 @@ class MCPConnection:
         answer in ``call_timeout_s``) is an error result ``[mcp error] {name}: {Type}: {why}``.
         Cancelling the awaiting task cancels the request on the server."""
         label = name or f"{self.name}__{remote}"
+        session = None
         try:
             await self.aconnect()
             session = self._session
@@ -272,6 +286,8 @@ class MCPConnection:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if _closed(exc):
+                self._forget(session)
             return ToolResult(
                 content=error_text(label, *_described(exc)),
                 details={"mcp_server": self.name, "mcp_tool": remote},
@@ -500,6 +516,18 @@ def _client_target(owner: MCPConnection) -> Any:
         "strings), an mcp SDK server (Server, MCPServer), StdioServerParameters, a transport, "
         "or an object with to_mcp_server()"
     )
+
+
+def _closed(exc: Exception) -> bool:
+    """Whether ``exc`` says the connection itself is gone (the SDK's ``CONNECTION_CLOSED``
+    error, or a session whose loop has ended)."""
+    if isinstance(exc, _Lost):
+        return True
+    if type(exc).__name__ != "MCPError":
+        return False
+    from mcp_types import CONNECTION_CLOSED
+
+    return getattr(exc, "code", None) == CONNECTION_CLOSED
 
 
 def _reason(exc: BaseException) -> str:

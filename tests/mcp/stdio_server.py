@@ -1,6 +1,6 @@
 """A small MCP server the tests start as a stdio subprocess: ``python stdio_server.py [mode]``.
 
-Modes: ``serve`` (the default: tools ``add``, ``shout``, ``sleep``), ``crash`` (exits before
+Modes: ``serve`` (the default: tools ``add``, ``shout``, ``sleep``, ``die``), ``crash`` (exits before
 answering anything), ``silent`` (reads its input and never answers), ``garbage`` (answers every
 line with text that is not JSON-RPC), ``big`` (with a tool that answers 10 MB of text)."""
 
@@ -31,6 +31,13 @@ def serve(big: bool = False) -> None:
         """Sleep, then say so."""
         await anyio.sleep(seconds)
         return "slept"
+
+    @server.tool()
+    def die() -> str:
+        """Exit the server process in the middle of the call."""
+        import os
+
+        os._exit(1)
 
     if big:
 

@@ -389,3 +389,21 @@ def test_a_ten_megabyte_answer_over_stdio_is_clipped() -> None:
     assert answer.content[-1].text == (
         "[clipped: the result had 10000000 characters; the first 100000 are shown]"
     )
+
+
+def test_a_server_that_dies_mid_call_is_an_error_result_and_the_next_run_reconnects() -> None:
+    provider = ScriptedProvider(
+        [turn(call("calc__die", {})), "died", turn(call("calc__add", {"a": 1, "b": 1})), "two"]
+    )
+    server = MCPConnection("calc", [sys.executable, SERVER_SCRIPT], connect_timeout_s=SLOW_START_S)
+    runtime = Runtime(provider, registry=Registry())
+    with server:
+        started = time.monotonic()
+        assert runtime.exec("die", tools=[server]) == "died"
+        assert time.monotonic() - started < SLOW_START_S
+        assert results(provider, 1)[-1].text == (
+            "[mcp error] calc__die: MCPError: Connection closed (JSON-RPC error -32000)"
+        )
+        assert runtime.exec("add", tools=[server]) == "two"
+        assert results(provider, 3)[-1].text == "2"
+        assert server.connects == 2
