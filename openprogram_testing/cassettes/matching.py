@@ -33,6 +33,7 @@ __all__ = [
     "ROUTE_MATCHERS",
     "BodyMatch",
     "JsonPath",
+    "ListLength",
     "body_matches",
     "first_json_difference",
     "host_matches",
@@ -42,6 +43,7 @@ __all__ = [
     "path_matches",
     "request_json",
     "requests_match",
+    "resized",
     "show",
 ]
 
@@ -83,17 +85,10 @@ def first_json_difference(
             continue
         if isinstance(a, list) and isinstance(b, list):
             if len(a) != len(b):
-                # report the first differing element before the length difference
-                for i, (x, y) in enumerate(zip(a, b, strict=False)):
-                    found = first_json_difference(x, y, f"{where}[{i}]")
-                    if found:
-                        return found
-                i = min(len(a), len(b))
-                return (
-                    f"{where}[{i}]",
-                    a[i] if i < len(a) else MISSING,
-                    b[i] if i < len(b) else MISSING,
-                )
+                # The list itself differs: an item added or removed shifts every later one, so
+                # an element path would name the wrong place, and ignoring it (elements are
+                # blanked, not removed, to keep positions) could never make the lengths agree.
+                return where, *resized(a, b)
             pairs = enumerate(zip(a, b, strict=True))
             stack.extend(reversed([(f"{where}[{i}]", x, y) for i, (x, y) in pairs]))
             continue
@@ -106,10 +101,54 @@ def first_json_difference(
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class ListLength:
+    """One side of a list whose length differs from the other side's (what
+    :func:`first_json_difference` reports for it): ``length`` items, of which those at
+    ``extra`` (a range of indices, empty on the shorter side) are not on the other side when the
+    two differ only by items added or removed in one place (``None`` otherwise)."""
+
+    length: int
+    extra: range | None
+
+    def __str__(self) -> str:
+        text = f"a list of {self.length} item(s)"
+        if self.extra is not None and len(self.extra):
+            first, last = self.extra[0], self.extra[-1]
+            at = f"[{first}]" if first == last else f"[{first}..{last}]"
+            text += f" ({len(self.extra)} more, at {at})"
+        return text
+
+
+def resized(a: list[Any], b: list[Any]) -> tuple[ListLength, ListLength]:
+    """Both sides of two lists of different lengths, saying where the longer one has its extra
+    items when the rest is equal (a common head and tail), e.g. a system message put first."""
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    head = 0
+    while head < len(short) and first_json_difference(short[head], long[head]) is None:
+        head += 1
+    tail = 0
+    while (
+        tail < len(short) - head
+        and first_json_difference(short[-1 - tail], long[-1 - tail]) is None
+    ):
+        tail += 1
+    extra: range | None = None
+    if head + tail == len(short):
+        extra = range(head, len(long) - tail)
+    sides = (
+        ListLength(len(short), range(0) if extra is not None else None),
+        ListLength(len(long), extra),
+    )
+    return sides if short is a else (sides[1], sides[0])
+
+
 def show(value: Any) -> str:
     """A value for a message: JSON, cut at 160 characters."""
     if value is MISSING:
         return "<missing>"
+    if isinstance(value, ListLength):
+        return str(value)
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 160 else text[:157] + "..."
 

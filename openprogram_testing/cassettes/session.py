@@ -40,7 +40,7 @@ from ..wire.base import EXHAUSTED_HEADER
 from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
 from .files import Serializer, decoded_body, headers_as_lists
-from .matching import MISSING, ROUTE_MATCHERS, BodyMatch, requests_match, show
+from .matching import MISSING, ROUTE_MATCHERS, BodyMatch, ListLength, requests_match, show
 from .modes import RECORD_MODES, RecordMode
 from .redaction import RedactionRules, Redactor
 
@@ -456,6 +456,20 @@ class CassetteSession:
                     f"one for this route; bodies are not JSON). {relax}"
                 )
             where, old, new = found
+            if isinstance(old, ListLength) and isinstance(new, ListLength):
+                # Items added or removed: only the whole list can be left out (an item's path
+                # is blanked, not removed, so the lengths would still differ).
+                change = "grew" if new.length > old.length else "shrank"
+                return (
+                    f"{head}: the body differs from interaction {index} (the next unplayed one "
+                    f"for this route) at {where}: the list {change} from {old.length} to "
+                    f"{new.length} item(s){_where_items(old, new)}. "
+                    + relax.replace(
+                        "ignore_paths=[...]",
+                        f"ignore_paths=[{where!r}], the whole list: items cannot be left out "
+                        "one by one when their number differs",
+                    )
+                )
             return (
                 f"{head}: the body differs from interaction {index} (the next unplayed one "
                 f"for this route) at {where}: recorded {show(old)}, got {show(new)}. "
@@ -489,6 +503,17 @@ class CassetteSession:
             "allow_unplayed=True (pytest: @pytest.mark.op_cassette(..., allow_unplayed=True)) "
             "if that is expected."
         )
+
+
+def _where_items(old: ListLength, new: ListLength) -> str:
+    """Where the added (or removed) items are, when the rest of the list is equal."""
+    extra, verb = (new.extra, "added") if new.length > old.length else (old.extra, "removed")
+    if extra is None or not len(extra):
+        return " (and other items differ too)"
+    first, last = extra[0], extra[-1]
+    at = f"[{first}]" if first == last else f"[{first}..{last}]"
+    side = "this request" if verb == "added" else "the recording"
+    return f" ({verb}: {at} of {side})"
 
 
 def _script_fallback(turns: Sequence[Any], record_mode: str) -> ScriptFallback | None:
