@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from .types import ToolSpec, UserMessage
+from .types import ToolSpec, UserMessage, user_messages
 
 RunKind: TypeAlias = Literal["exec", "choices"]
 HookKind: TypeAlias = Literal["steering", "follow_up"]
@@ -207,9 +207,80 @@ def check_drain_mode(mode: object) -> None:
         raise ValueError(f"drain mode must be 'one_at_a_time' or 'all', got {mode!r}")
 
 
+HandoverObserver = Callable[[Handover], Any]
+"""Told each ``Handover`` when a run takes messages from the runtime's queues; may be async."""
+
+
+def with_queue(
+    queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...] = ()
+) -> MessageSource:
+    """A run's source: the configured ``source`` (if any), then one drain of ``queue``.  It
+    declares the ``PollPoint`` parameter only when ``source`` does or an observer is to be
+    ``told`` what the queue handed over (and where), so a plain run costs the loop no poll
+    point."""
+    if told:
+        return told_source(queue, source, told)
+    if source is None:
+        return queue.take
+    if wants_poll_point(source):
+
+        async def with_point(point: Any) -> list[UserMessage | str]:
+            return await then_queue(source(point), queue)
+
+        return with_point
+
+    async def bare() -> list[UserMessage | str]:
+        return await then_queue(source(), queue)
+
+    return bare
+
+
+def told_source(
+    queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...]
+) -> MessageSource:
+    """``with_queue``'s source when observers want each ``Handover`` as it happens: it takes
+    the ``PollPoint`` (to say where) and polls ``source`` as ``with_queue`` would.
+
+    An observer that raises fails the run, as an observer of events does (one rule for every
+    observer; a warning would let an observer's own check pass unseen): the poll raises, which
+    ends the run as a raising steering source does.  Nothing is lost on the way: what this poll
+    took from the queue and from ``source`` goes back to the front of the queue, in order
+    (``runtime.queued_steering``/``queued_follow_ups``: the next ``exec`` delivers it)."""
+    takes_point = wants_poll_point(source)
+
+    async def source_and_queue(point: PollPoint) -> list[UserMessage | str]:
+        polled: Any = None if source is None else source(point) if takes_point else source()
+        if inspect.isawaitable(polled):
+            polled = await polled
+        taken = queue.take()
+        if taken:
+            handover = Handover(point, tuple(taken))
+            try:
+                for tell in told:
+                    outcome = tell(handover)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+            except BaseException:
+                from_source = user_messages(polled, "a polled message") if polled else []
+                queue.put_back([*from_source, *taken])
+                raise
+        return [*(polled or ()), *taken]
+
+    return source_and_queue
+
+
+async def then_queue(polled: Any, queue: MessageQueue) -> list[UserMessage | str]:
+    """What a configured source returned (awaited if it is awaitable), then one drain of
+    ``queue``: the two sources of ``with_queue`` differ only in how the source is called."""
+    if inspect.isawaitable(polled):
+        polled = await polled
+    return [*(polled or ()), *queue.take()]
+
+
 __all__ = [
     "DrainMode",
     "Handover",
+    "HandoverObserver",
     "HookKind",
     "MessageQueue",
     "MessageSource",
@@ -218,4 +289,5 @@ __all__ = [
     "RunKind",
     "check_drain_mode",
     "wants_poll_point",
+    "with_queue",
 ]

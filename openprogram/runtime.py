@@ -56,14 +56,14 @@ from .providers.base import Provider, ToolChoice
 from .registry import Registry, agent_tools, default_registry, trim_tools
 from .runs import (
     DrainMode,
-    Handover,
+    HandoverObserver,
     MessageQueue,
     MessageSource,
-    PollPoint,
     RunInfo,
     RunKind,
     check_drain_mode,
     wants_poll_point,
+    with_queue,
 )
 from .tools import AgentTool, normalize_tools
 from .types import Message, UserMessage, user_messages
@@ -103,8 +103,6 @@ RunObserver = Callable[[RunInfo, AgentEvent], Any]
 """Receives every event of every run with the run's ``RunInfo``; may be async (awaited).  One
 with a ``handed_over`` method (a ``HandoverObserver``) is told each ``Handover`` too."""
 
-HandoverObserver = Callable[[Handover], Any]
-"""Told each ``Handover`` when a run takes messages from the runtime's queues; may be async."""
 
 _current_tools: ContextVar[tuple[AgentTool, ...] | None] = ContextVar(
     "openprogram_current_tools", default=None
@@ -528,8 +526,8 @@ class Runtime(ServerOwner):
             if (tell := getattr(o, "handed_over", None)) is not None
         )
         return (
-            _with_queue(self._steering, steering, told),
-            _with_queue(self._follow_ups, follow_up, told),
+            with_queue(self._steering, steering, told),
+            with_queue(self._follow_ups, follow_up, told),
         )
 
     async def _drain(
@@ -624,72 +622,6 @@ class Runtime(ServerOwner):
 
 _CHOICES: RunKind = "choices"
 _CHOOSE = (CHOOSE_TOOL,)
-
-
-def _with_queue(
-    queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...] = ()
-) -> MessageSource:
-    """A run's source: the configured ``source`` (if any), then one drain of ``queue``.  It
-    declares the ``PollPoint`` parameter only when ``source`` does or an observer is to be
-    ``told`` what the queue handed over (and where), so a plain run costs the loop no poll
-    point."""
-    if told:
-        return _told_source(queue, source, told)
-    if source is None:
-        return queue.take
-    if wants_poll_point(source):
-
-        async def with_point(point: Any) -> list[UserMessage | str]:
-            return await _then_queue(source(point), queue)
-
-        return with_point
-
-    async def bare() -> list[UserMessage | str]:
-        return await _then_queue(source(), queue)
-
-    return bare
-
-
-def _told_source(
-    queue: MessageQueue, source: MessageSource | None, told: tuple[HandoverObserver, ...]
-) -> MessageSource:
-    """``_with_queue``'s source when observers want each ``Handover`` as it happens: it takes
-    the ``PollPoint`` (to say where) and polls ``source`` as ``_with_queue`` would.
-
-    An observer that raises fails the run, as an observer of events does (one rule for every
-    observer; a warning would let an observer's own check pass unseen): the poll raises, which
-    ends the run as a raising steering source does.  Nothing is lost on the way: what this poll
-    took from the queue and from ``source`` goes back to the front of the queue, in order
-    (``runtime.queued_steering``/``queued_follow_ups``: the next ``exec`` delivers it)."""
-    takes_point = wants_poll_point(source)
-
-    async def source_and_queue(point: PollPoint) -> list[UserMessage | str]:
-        polled: Any = None if source is None else source(point) if takes_point else source()
-        if inspect.isawaitable(polled):
-            polled = await polled
-        taken = queue.take()
-        if taken:
-            handover = Handover(point, tuple(taken))
-            try:
-                for tell in told:
-                    outcome = tell(handover)
-                    if inspect.isawaitable(outcome):
-                        await outcome
-            except BaseException:
-                from_source = user_messages(polled, "a polled message") if polled else []
-                queue.put_back([*from_source, *taken])
-                raise
-        return [*(polled or ()), *taken]
-
-    return source_and_queue
-
-
-async def _then_queue(polled: Any, queue: MessageQueue) -> list[UserMessage | str]:
-    """What a configured source returned (awaited if it is awaitable), then one drain of
-    ``queue``: the two sources of ``_with_queue`` differ only in how the source is called."""
-    if inspect.isawaitable(polled):
-        polled = await polled
-    return [*(polled or ()), *queue.take()]
 
 
 def _check_content(content: Any) -> None:
