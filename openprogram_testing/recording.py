@@ -89,6 +89,22 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
             _in_flight.pop(id(recorder), None)
 
 
+def current_run() -> str | None:
+    """Which run of the recording in progress is making its model call right now, as a message
+    names it (``"run plan/compare"``, ``"the outermost run"``), when the recorder can tell
+    (a trace tree's can: runs nest inside tool calls), else ``None``.  A transport names it in a
+    failure, so a message about a nested run's request says it was that run's."""
+    current = _current.get()
+    label = getattr(current, "run_label", None)
+    if not callable(label):
+        return None
+    try:
+        found = label()
+    except Exception:
+        return None
+    return found if isinstance(found, str) else None
+
+
 def annotate(kind: str, text: str) -> None:
     """Note on the run being recorded (if any) what happened beneath the loop right now: a
     cassette interaction replayed, a fault injected.  A no-op outside any recording, so the
@@ -238,6 +254,7 @@ __all__ = [
     "annotate_in_flight",
     "announce_exchange",
     "announce_trace",
+    "current_run",
     "exchanges_wanted",
     "recording",
     "remove_exchange_listener",

@@ -210,6 +210,23 @@ class _Recorder:
         if run_id is not None:
             self.annotations[run_id].append(Annotation(len(self.events[run_id]), kind, text))
 
+    def run_label(self) -> str | None:
+        """The run whose event came last (the one making the model call now, see ``note``), as
+        a message names it: ``"the outermost run"`` or ``"run a/b"`` (its tool path)."""
+        run_id = self.current
+        steps: list[str] = []
+        seen: set[str] = set()
+        while run_id is not None and run_id not in seen:
+            seen.add(run_id)
+            info = self.infos.get(run_id)
+            if info is None:
+                return None
+            if info.parent_id is None:
+                break
+            steps.append(info.tool_name or "?" if info.kind == "exec" else CHOICES_STEP)
+            run_id = info.parent_id
+        return f"run {'/'.join(reversed(steps))}" if steps else "the outermost run"
+
     def handed_over(self, handover: Handover) -> None:
         if handover.run is not None:
             self.handovers.setdefault(handover.run.run_id, []).append(handover)

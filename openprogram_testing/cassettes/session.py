@@ -432,10 +432,24 @@ class CassetteSession:
         if cassette is None:  # pragma: no cover - only during loading
             return f"cassette {self.path}: no match for {request.method} {request.uri}"
         request = self._before_record_request(request)
+        from ..recording import current_run
+
+        run = current_run()
         head = (
             f"cassette {self.path} (record_mode={self.record_mode!r}) has no unplayed "
             f"interaction for {request.method} {request.uri}"
+            + (f" (a model call of {run})" if run is not None else "")
         )
+        if self.mismatches:
+            # A request made after an earlier one failed (the caller's retry, or what the code
+            # did with that failure) is compared with the interaction the failed one left
+            # unplayed: its difference and hint would mislead. Lead with the first difference.
+            where = f", a model call of {run}," if run is not None else ""
+            return (
+                f"{self.mismatches[0]}\n(Then {request.method} {request.uri}{where} made after "
+                "that failure, was refused too: it is compared with what the failed request "
+                "left unplayed, so fix the first difference.)"
+            )
         route = [
             i for i, (stored, _) in enumerate(cassette.data) if requests_match(request, stored)
         ]
