@@ -275,11 +275,11 @@ def main(argv: list[str]) -> int:
     job, rest = argv[0], argv[1:]
     if job == "lock":
         return lock()
+    if job == "deps":  # its own virtualenvs; only uv is needed from .venv
+        return deps(rest)
     ensure_env()
     if job == "setup":
         return 0
-    if job == "deps":
-        return deps(rest)
     if job == "run":
         cmd = [str(BIN / "openprogram-testing"), "run", "scenarios/", *run_options(), *rest]
         code = subprocess.call(cmd, cwd=ROOT)
