@@ -53,7 +53,7 @@ def test_a_correct_agent_passes_with_its_predicates() -> None:
 def test_the_strategy_draws_every_ingredient(event_runner: asyncio.Runner) -> None:
     found: set[str] = set()
 
-    @QUICK
+    @fixed_settings(300)  # drawing only (nothing runs): enough for every ingredient to show up
     @given(scenario=agent_scenarios(TOOLS))
     def sample(scenario: AgentScenario) -> None:
         for c in scenario.calls.values():
