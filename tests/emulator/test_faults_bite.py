@@ -204,18 +204,16 @@ def _shape(body: str | bytes, content_type: str, path: str) -> Shape:
 
 
 def _count_frames(emulator: ProviderEmulator, key: tuple[str, str]) -> None:
-    """Note the shape of the next answer the emulator's socket serves (the handler plans
-    through ``_recorded_plan``, which also gives it the request record to announce)."""
-    plan = emulator._recorded_plan
+    plan = emulator.plan
 
     def counting(method: str, target: str, *args: Any) -> Any:
-        record, planned = plan(method, target, *args)
+        planned = plan(method, target, *args)
         body = b"".join(planned.frames)
         FRAMES.setdefault(key, _shape(body, planned.content_type, target))
-        emulator._recorded_plan = plan  # type: ignore[method-assign]
-        return record, planned
+        emulator.plan = plan  # type: ignore[method-assign]
+        return planned
 
-    emulator._recorded_plan = counting  # type: ignore[method-assign]
+    emulator.plan = counting  # type: ignore[method-assign]
 
 
 # -- the cassette side ------------------------------------------------------------------------
