@@ -27,62 +27,13 @@ from openprogram.providers.base import Context, MessageBuilder, StreamOptions, T
 from openprogram.texts import ABORTED_TEXT
 from openprogram.types import Message, TextContent, ThinkingContent, ToolSpec, Usage
 
-
-class ScriptError(AssertionError):
-    """Base class of the scripted provider's strictness failures."""
-
-
-class UnexpectedModelCall(ScriptError):
-    """The loop asked the model more often than the script allows."""
-
-
-class UnconsumedTurns(ScriptError):
-    """The test ended with scripted turns that were never played."""
-
-
-class ToolNotOffered(ScriptError):
-    """A scripted call and the model call's menu disagree: the call names a tool the request
-    does not offer without being marked ``unknown=True`` (a real model is only ever offered the
-    menu, so playing it would test an agent no model can drive), or it is marked ``unknown``
-    but the tool is offered (the "not found" path it means to test would not run).  The model
-    call ends with an ``error`` turn naming it instead of playing the call.
-
-    ``request_index`` is the model call (0-based, as ``provider.requests``), ``turn_index`` the
-    script entry, ``call_index`` the call within the turn, ``tool`` its name, ``offered`` the
-    request's tool names and ``marked_unknown`` whether the call said ``unknown=True``."""
-
-    def __init__(
-        self,
-        request_index: int,
-        turn_index: int,
-        call_index: int,
-        tool: str,
-        offered: tuple[str, ...],
-        marked_unknown: bool,
-    ) -> None:
-        self.request_index = request_index
-        self.turn_index = turn_index
-        self.call_index = call_index
-        self.tool = tool
-        self.offered = offered
-        self.marked_unknown = marked_unknown
-        reason = self.reason("call(..., unknown=True)")
-        super().__init__(f"scripted turn #{turn_index} (0-based), call #{call_index}: {reason}")
-
-    def reason(self, marker: str) -> str:
-        """What is wrong, naming ``marker`` as the way to mark a call deliberately unknown (a
-        scenario says ``unknown_tool: true``, Python ``call(..., unknown=True)``)."""
-        if self.marked_unknown:
-            return (
-                f"the call is marked {marker} but model call #{self.request_index} offers tool "
-                f"{self.tool!r}"
-            )
-        listed = ", ".join(self.offered) or "no tools"
-        return (
-            f"the script calls tool {self.tool!r}, which model call #{self.request_index} does "
-            f'not offer (it offers {listed}); mark the call {marker} to test the "not found" '
-            "path"
-        )
+from .script_errors import (
+    ScriptError,
+    ToolNotOffered,
+    UnconsumedTurns,
+    UnexpectedModelCall,
+    summarize_message,
+)
 
 
 @dataclass(slots=True)
@@ -297,11 +248,8 @@ def call(
     raw: str | None = None,
     unknown: bool = False,
 ) -> ScriptedCall:
-    """A scripted call of tool ``name``; ``unknown=True`` marks a call of a tool the model call
-    does not offer as deliberate (see ``ScriptedCall``)."""
-    return ScriptedCall(
-        name=name, arguments=dict(arguments or {}), id=id, raw=raw, unknown=bool(unknown)
-    )
+    """A scripted call of tool ``name`` (``unknown=True``: deliberate, see ``ScriptedCall``)."""
+    return ScriptedCall(name, dict(arguments or {}), id, raw, bool(unknown))
 
 
 def think(text: str, *, signature: str | None = None, redacted: bool = False) -> ScriptedThinking:
@@ -706,16 +654,6 @@ def chunk_text(text: str, size: int | None) -> Sequence[str]:
     if not size or size <= 0 or size >= len(text):
         return (text,)
     return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def summarize_message(message: Message | None) -> str:
-    """A one-line description of ``message`` for "unexpected model call" errors."""
-    if message is None:
-        return "(none)"
-    text = getattr(message, "text", "")
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{message.role} {text!r}"
 
 
 def describe_turn(spec: TurnLike) -> str:

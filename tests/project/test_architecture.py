@@ -222,7 +222,7 @@ def test_the_second_table_check_finds_a_table(tmp_path: Path) -> None:
 # a package name covers its submodules, and the longest matching name decides.
 LAYERS: dict[str, tuple[str, ...]] = {
     "transport": (
-        "wire", "emulator", "cassettes", "faults", "scripted", "schema_provider",
+        "wire", "emulator", "cassettes", "faults", "scripted", "script_errors", "schema_provider",
         "_lazy", "schema_values", "recording", "failures", "extras", "paths", "filenames", "safeyaml",
         "mcp",
         "deprecated",
