@@ -4,6 +4,7 @@ and coverage and prints the report's path; the bundled scenarios cover the loop 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ def _dev() -> Any:
     spec = importlib.util.spec_from_file_location("dev_script", ROOT / "scripts" / "dev.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # registered first, as an import does: dataclasses look their module up by name
+    sys.modules["dev_script"] = module
     spec.loader.exec_module(module)
     return module
 
