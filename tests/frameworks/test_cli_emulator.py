@@ -55,7 +55,12 @@ def _cli_emulator(*args: str) -> Iterator[str]:
         yield found.group(1)
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # never leave an emulator serving after the test
+            out, err = proc.communicate()
+            pytest.fail(f"the emulator did not stop within 60 s of Ctrl-C; stderr: {err[-2000:]}")
     assert proc.returncode == 0 and "Traceback" not in out + err, err
 
 
