@@ -60,12 +60,22 @@ async def test_each_http_library_is_metered_and_closed_with_the_pump(name: str) 
 
 
 async def test_outside_a_pump_a_response_passes_through_untouched() -> None:
-    body = endless(httpx2, b"y" * 1000, 50)
-    transport = metered_transport(httpx2.MockTransport(lambda r: httpx2.Response(200, stream=body)))
-    async with httpx2.AsyncClient(transport=transport) as client:
-        response = await client.get("http://127.0.0.1:9/")
-    assert len(response.content) == 50_000
-    assert response.stream is not None and type(response.stream).__name__ != "MeteredStream"
+    """A request no pump made gets the inner transport's own response; inside a pump the same
+    transport answers with a metered one (so the first assertion can tell the two apart)."""
+    inner = httpx2.MockTransport(lambda r: httpx2.Response(200, stream=endless(httpx2, b"y", 3)))
+    answered: list[httpx2.Response] = []
+
+    async def handle(request: httpx2.Request) -> httpx2.Response:
+        answered.append(await inner.handle_async_request(request))
+        return answered[-1]
+
+    wrapped = metered_transport(inner)
+    wrapped.inner = type("Spy", (), {"handle_async_request": staticmethod(handle)})()
+    request = httpx2.Request("GET", "http://127.0.0.1:9/")
+    assert await wrapped.handle_async_request(request) is answered[-1]
+    async with pump_scope(10) as scope:
+        metered = await wrapped.handle_async_request(request)
+        assert metered is not answered[-1] and scope.opened == [metered]
 
 
 def test_a_transport_of_no_known_library_is_refused_with_its_type() -> None:
