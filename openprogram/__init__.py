@@ -5,6 +5,7 @@ their results fed back; a text-only message finishes the run.  See ``openprogram
 """
 
 from ._sync import run_sync
+from .approvals import ApprovalDecision, ApprovalGate, ApprovalRequest, Approve, Deny, Modify
 from .cancel import CancelledRun, CancelToken
 from .events import (
     AgentEnd,
@@ -15,6 +16,8 @@ from .events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ToolApprovalEnd,
+    ToolApprovalStart,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -61,12 +64,17 @@ __all__ = [
     "AgentStart",
     "AgentStream",
     "AgentTool",
+    "ApprovalDecision",
+    "ApprovalGate",
+    "ApprovalRequest",
+    "Approve",
     "AssistantMessage",
     "AssistantMessageEvent",
     "CancelToken",
     "CancelledRun",
     "Context",
     "DecisionError",
+    "Deny",
     "EventStream",
     "Function",
     "Handover",
@@ -77,6 +85,7 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "Modify",
     "NestingTooDeep",
     "PollPoint",
     "Provider",
@@ -90,6 +99,8 @@ __all__ = [
     "Termination",
     "TextContent",
     "ThinkingContent",
+    "ToolApprovalEnd",
+    "ToolApprovalStart",
     "ToolCall",
     "ToolError",
     "ToolExecutionEnd",

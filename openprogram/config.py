@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from .approvals import ApprovalGate
 from .cancel import CancelToken
 from .providers.base import Provider, ToolChoice
 from .runs import MessageSource, RunInfo
@@ -86,7 +87,8 @@ class LoopConfig:
     messages (or plain strings); one that declares a positional parameter is called with a
     ``PollPoint``.  ``steering_mode="skip"`` (default) skips the rest of a tool batch when steering
     arrives mid-batch; ``"after_batch"`` finishes the batch first.  ``run_info`` names the run in
-    the poll points (``Runtime`` sets it).
+    the poll points (``Runtime`` sets it).  ``approval_gate`` decides the calls of tools that
+    require approval, waiting at most ``approval_timeout_s`` (``openprogram.approvals``).
     """
 
     provider: Provider
@@ -103,6 +105,8 @@ class LoopConfig:
     temperature: float | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     run_info: RunInfo | None = None
+    approval_gate: ApprovalGate | None = None
+    approval_timeout_s: float | None = None
 
 
 def effective_cap(max_iterations: int | None) -> int:

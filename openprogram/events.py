@@ -132,6 +132,56 @@ class ToolExecutionEnd(Model):
     is_error: bool
 
 
+ApprovalOutcome: TypeAlias = Literal[
+    "approved",
+    "modified",
+    "denied",
+    "timed_out",
+    "gate_failed",
+    "no_gate",
+    "invalid_arguments",
+    "cancelled",
+]
+"""How an approval request ended (``tool_approval_end``).  Only ``approved`` and ``modified``
+let the call run; every other outcome answers it with an error result and the body never runs:
+``denied`` (the gate said ``Deny``), ``timed_out`` (no decision within ``approval_timeout_s``),
+``gate_failed`` (the gate raised or returned something that is not a decision), ``no_gate`` (the
+tool requires approval and the run has no gate), ``invalid_arguments`` (``Modify`` gave
+arguments the tool's schema refuses), ``cancelled`` (the run's cancel token fired meanwhile)."""
+
+
+@dataclass(slots=True)
+class ToolApprovalStart(Model):
+    """A call of a tool that requires approval waits for the approval gate (after its
+    ``tool_execution_start``, before anything runs).  ``reason``: the tool's approval check's
+    string verdict, if it gave one."""
+
+    type: Literal["tool_approval_start"] = field(default="tool_approval_start", kw_only=True)
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class ToolApprovalEnd(Model):
+    """The decision on a ``tool_approval_start``.  ``args``: the arguments the call runs with
+    when ``outcome`` is ``modified`` (else ``None``); ``message``: the ``Deny`` message, or
+    what went wrong for the other refusing outcomes."""
+
+    type: Literal["tool_approval_end"] = field(default="tool_approval_end", kw_only=True)
+    tool_call_id: str
+    tool_name: str
+    outcome: ApprovalOutcome
+    args: dict[str, Any] | None = None
+    message: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        """Whether the call goes on to run (approved as asked, or with changed arguments)."""
+        return self.outcome == "approved" or self.outcome == "modified"
+
+
 AgentEvent: TypeAlias = (
     AgentStart
     | AgentEnd
@@ -143,6 +193,8 @@ AgentEvent: TypeAlias = (
     | ToolExecutionStart
     | ToolExecutionUpdate
     | ToolExecutionEnd
+    | ToolApprovalStart
+    | ToolApprovalEnd
 )
 
 E = TypeVar("E")
@@ -208,12 +260,15 @@ __all__ = [
     "AgentEnd",
     "AgentEvent",
     "AgentStart",
+    "ApprovalOutcome",
     "AssistantMessageEvent",
     "EventStream",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
     "ProviderEventType",
+    "ToolApprovalEnd",
+    "ToolApprovalStart",
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",

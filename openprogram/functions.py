@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from .approvals import check_requirement
 from .tools import AgentTool, ValidationProblem, is_async_callable, json_schema_validator
 from .types import ToolSpec
 
@@ -62,7 +63,9 @@ class Function:
 
     Attributes: ``fn`` (the original function), ``name``, ``spec`` (``ToolSpec``), ``exposed``
     (listed in the ``"full"`` toolset), ``unsafe_for`` (sources/channels it must not be offered
-    to), ``toolsets`` (named toolsets it joined), ``agentic`` (made by ``@agentic_function``).
+    to), ``toolsets`` (named toolsets it joined), ``requires_approval`` (``True`` or a check of
+    the call's arguments: the run's approval gate decides each call, ``openprogram.approvals``),
+    ``agentic`` (made by ``@agentic_function``).
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Function:
         exposed: bool = True,
         unsafe_for: Iterable[str] = (),
         toolsets: Iterable[str] = (),
+        requires_approval: bool | Callable[..., Any] = False,
         agentic: bool = False,
     ) -> None:
         if not callable(fn):
@@ -89,6 +93,7 @@ class Function:
         self.exposed = bool(exposed)
         self.unsafe_for = frozenset(unsafe_for)
         self.toolsets = tuple(toolsets)
+        self.requires_approval = check_requirement(requires_approval, self.name)
         self.agentic = agentic
         self.is_async = is_async_callable(fn)
         self._lock = threading.Lock()
@@ -161,7 +166,11 @@ class Function:
                     is_async=self.is_async,
                     accepts=self.loop_extras,
                     source=self,
-                    meta={"unsafe_for": self.unsafe_for, "exposed": self.exposed},
+                    meta={
+                        "unsafe_for": self.unsafe_for,
+                        "exposed": self.exposed,
+                        "requires_approval": self.requires_approval,
+                    },
                 )
             return self._agent_tool
 

@@ -42,7 +42,16 @@ import inspect
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
 
-from .calls import RunState, invoke, prepare, raised_result, safe_result, source_failed
+from .approvals import Reviewed, gated_tools, review
+from .calls import (
+    RunState,
+    abort_call,
+    invoke,
+    prepare,
+    raised_result,
+    safe_result,
+    source_failed,
+)
 from .config import (
     MAX_INNER_ITERATIONS,
     AgentContext,
@@ -156,6 +165,8 @@ async def _run_loop(
     undelivered: list[UserMessage] = []
     iterations = 0
     failure: BaseException | None = None
+    # Tools that may require approval (``None``: none does, nothing is checked per call).
+    gated = gated_tools(tools)
 
     # Events are built with positional arguments on this path: in CPython 3.11 a keyword call
     # costs about twice as much as the construction itself (0.47 vs 0.21 µs here).
@@ -290,7 +301,31 @@ async def _run_loop(
                     call = tool_calls[index]
                     yield ToolExecutionStart(call.id, call.name, call.arguments)
                     executed = not run.aborted and not (run.steering and skip_mode)
-                    if executed:
+                    answered: ToolResultMessage | None = None
+                    if executed and gated is not None and call.name in gated:
+                        # Approval first: the call runs (perhaps with changed arguments) or is
+                        # answered here without running (openprogram.approvals).
+                        reviewed = Reviewed()
+                        async for event in review(
+                            run.tools[call.name],
+                            gated[call.name],
+                            call,
+                            config.approval_gate,
+                            config.approval_timeout_s,
+                            cancel,
+                            run_info,
+                            reviewed,
+                        ):
+                            yield event
+                        if reviewed.call is not None:
+                            call = reviewed.call
+                        elif reviewed.aborted is not None:
+                            answered = abort_call(run, call, reviewed.aborted)
+                        else:
+                            answered = reviewed.result
+                    if answered is not None:
+                        result = answered
+                    elif executed:
                         prepared, tool, arguments = prepare(run, call)
                         if prepared is None:  # extras, async, timeouts: the general path
                             outcome: list[ToolResultMessage] = []

@@ -207,6 +207,7 @@ class ToolOptions(TypedDict, total=False):
     exposed: bool
     unsafe_for: Iterable[str]
     toolsets: Iterable[str]
+    requires_approval: bool | Callable[..., Any]
     registry: Any
 
 
@@ -220,6 +221,8 @@ def function(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     Options: ``name``, ``description``, ``parameters`` (explicit JSON Schema), ``exposed``
     (default ``True``: part of the ``"full"`` toolset), ``unsafe_for`` (sources, e.g.
     ``("sms",)``, that must not be offered this tool), ``toolsets`` (named toolsets to join),
+    ``requires_approval`` (``True``, or a check called with the call's arguments: a string or
+    truthy verdict, or a raise, means the run's approval gate must approve each call first),
     ``registry`` (default: the shared ``openprogram.registry.default_registry``).
     """
     return _decorate(fn, options, agentic=False)

@@ -44,6 +44,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ._sync import sync_twin
+from .approvals import ApprovalGate, active_gate, check_timeout, overriding_gate
 from .cancel import CancelToken
 from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
 from .config import normalize_tool_choice
@@ -170,6 +171,8 @@ class Runtime(ServerOwner):
     ``registry`` (default: the shared registry) supplies the ``"full"`` and named toolsets;
     ``tool_timeout_s``, ``steering_mode``, ``max_tokens``, ``temperature`` and ``extras`` go to
     every run's ``LoopConfig``; ``cancel`` is a default cancel token for its runs.
+    ``approval_gate`` decides the calls of tools that require approval, within
+    ``approval_timeout_s`` (``openprogram.approvals``).
 
     Observing: ``on_event`` receives every loop event of every run (nested ones included);
     ``on_run_event`` (and any callback registered with ``observe()``) receives
@@ -203,6 +206,8 @@ class Runtime(ServerOwner):
         steering_drain: DrainMode = "one_at_a_time",
         follow_up_drain: DrainMode = "one_at_a_time",
         mcp_servers: Sequence[MCPConnection] = (),
+        approval_gate: ApprovalGate | None = None,
+        approval_timeout_s: float | None = None,
     ) -> None:
         if not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -212,7 +217,13 @@ class Runtime(ServerOwner):
             raise ValueError(
                 f"steering_mode must be 'skip' or 'after_batch', got {steering_mode!r}"
             )
-        for source in (get_steering_messages, get_follow_up_messages, on_event, on_run_event):
+        for source in (
+            get_steering_messages,
+            get_follow_up_messages,
+            on_event,
+            on_run_event,
+            approval_gate,
+        ):
             if source is not None and not callable(source):
                 raise TypeError(f"expected a callable, got {source!r}")
         check_drain_mode(steering_drain)
@@ -236,13 +247,20 @@ class Runtime(ServerOwner):
         self._steering = MessageQueue(steering_drain)
         self._follow_ups = MessageQueue(follow_up_drain)
         self.mcp_servers: tuple[MCPConnection, ...] = check_servers(mcp_servers)
+        self.approval_gate = approval_gate
+        self.approval_timeout_s = check_timeout(approval_timeout_s)
 
     def __repr__(self) -> str:
         return f"Runtime(provider={self.provider!r}, model={self.model!r})"
 
     @staticmethod
     @contextlib.contextmanager
-    def override(*, provider: Provider | None = None, model: str | None = None) -> Iterator[None]:
+    def override(
+        *,
+        provider: Provider | None = None,
+        model: str | None = None,
+        approval_gate: ApprovalGate | None = None,
+    ) -> Iterator[None]:
         """Every run of *any* ``Runtime`` started inside the ``with`` block uses ``provider`` (and
         ``model``) instead of its own, wherever that ``Runtime`` was built.
 
@@ -252,6 +270,8 @@ class Runtime(ServerOwner):
         override lives in a context variable, so it reaches nested runs, tool bodies on other
         threads (their context is copied) and asyncio tasks started inside, and never a
         concurrent run outside the block.  Blocks nest; the innermost wins, field by field.
+        ``approval_gate`` replaces every run's approval gate the same way (a test's scripted
+        reviewer, ``openprogram.approvals``).
         """
         if provider is not None and not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -263,7 +283,11 @@ class Runtime(ServerOwner):
             model = model if model is not None else outer[1]
         token = _override.set((provider, model))
         try:
-            yield
+            if approval_gate is None:
+                yield
+            else:
+                with overriding_gate(approval_gate):
+                    yield
         finally:
             _override.reset(token)
 
@@ -502,6 +526,8 @@ class Runtime(ServerOwner):
             get_steering_messages=steering,
             get_follow_up_messages=follow_up,
             run_info=info,
+            approval_gate=active_gate(self.approval_gate),
+            approval_timeout_s=self.approval_timeout_s,
         )
 
     def _sources(self, info: RunInfo) -> tuple[MessageSource | None, MessageSource | None]:

@@ -66,6 +66,38 @@ def unserialisable_text(name: str, reason: str) -> str:
     return f"Tool {name} returned a value that cannot be turned into text: {reason}"
 
 
+def not_run_text(name: str, why: str) -> str:
+    """The result of a call that requires approval and was not approved: ``why`` says what the
+    approval came to (``approval_denied_text``, ``approval_timed_out_text``, ...), so the model
+    reads that the tool never ran and why."""
+    return f"Tool {name} was not run: {why}"
+
+
+def approval_denied_text(message: str) -> str:
+    """Why a denied call was not run; ``message`` is the reviewer's (``Deny(message)``)."""
+    return f"the call was denied: {message}" if message else "the call was denied"
+
+
+def approval_timed_out_text(seconds: float) -> str:
+    """Why a call whose approval gate gave no decision within ``approval_timeout_s`` was not
+    run."""
+    return f"no approval decision within {seconds:g}s"
+
+
+def approval_failed_text(reason: str) -> str:
+    """Why a call whose approval gate raised (or answered with something that is not a
+    decision) was not run."""
+    return f"the approval gate failed: {reason}"
+
+
+NO_GATE_TEXT = "it requires approval and no approval gate is configured"
+"""Why a call of a tool that requires approval was not run in a run without an approval gate."""
+
+CHANGED_ARGUMENTS_TEXT = "the arguments the reviewer changed it to are invalid"
+"""Why a call approved with changed arguments the tool's schema refuses was not run (the
+validation problems follow)."""
+
+
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes (the Unicode replacement character)."""
 
@@ -138,17 +170,23 @@ def clipped_repr(value: object, limit: int = CLIP_LIMIT) -> str:
 __all__ = [
     "ABORTED_TEXT",
     "CANCELLED_TEXT",
+    "CHANGED_ARGUMENTS_TEXT",
     "CLIP_LIMIT",
     "NOT_CALLED_TEXT",
     "NOT_JSON_TEXT",
+    "NO_GATE_TEXT",
     "REPLACEMENT",
     "SKIPPED_TEXT",
     "SOURCE_FAILED_PREFIX",
     "STREAM_ENDED_TEXT",
     "TOO_DEEP_TEXT",
+    "approval_denied_text",
+    "approval_failed_text",
+    "approval_timed_out_text",
     "clip",
     "clipped_repr",
     "not_object_text",
+    "not_run_text",
     "rejoined",
     "timed_out_text",
     "tool_not_found_text",
