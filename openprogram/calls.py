@@ -16,7 +16,7 @@ import contextvars
 import inspect
 from collections.abc import AsyncGenerator, Awaitable
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 from ._sync import run_in_daemon_thread
 from .cancel import CancelToken
@@ -82,49 +82,70 @@ _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple}
 check on the hot path (the profile showed it in every round)."""
 
 
-def prepare(
-    run: RunState, call: ToolCall
-) -> tuple[ToolResultMessage | Awaitable[Any] | None, Any, dict[str, Any]]:
+class Awaiting:
+    """``prepare``'s answer for a plain tool that returned an awaitable (the coroutine of an
+    ``async def`` tool with nothing to watch): the loop awaits ``awaitable`` itself and turns
+    what it gives (or raises) into the result."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+
+
+class Invoke:
+    """``prepare``'s answer for a call the general path runs (``invoke``: extras, timeouts,
+    cancel tokens, live updates), with the tool and its validated ``arguments``."""
+
+    __slots__ = ("arguments", "tool")
+
+    def __init__(self, tool: AgentTool, arguments: dict[str, Any]) -> None:
+        self.tool = tool
+        self.arguments = arguments
+
+
+Prepared: TypeAlias = ToolResultMessage | Awaiting | Invoke
+"""What ``prepare`` answers, told apart by type: the call's result (answered without running
+the tool, or a plain tool's result), an ``Awaiting`` or an ``Invoke``.  The result is its own
+tag: the hot path (a plain sync tool) allocates no wrapper."""
+
+
+def prepare(run: RunState, call: ToolCall) -> Prepared:
     """Everything about one call that needs no ``await``: an unknown tool, argument JSON that did
     not parse and failed validation are answered here, and a plain tool (the hot path) is called
-    directly.  Returns ``(outcome, tool, arguments)``; the outcome is the result, or what the
-    tool returned that must still be awaited (by the loop: a coroutine of an ``async def`` tool),
-    or ``None``: the general path (``invoke``: extras, timeouts, cancel tokens) runs the call."""
+    directly.  Returns the result, an ``Awaiting`` (what a plain tool returned must still be
+    awaited, by the loop) or an ``Invoke`` (the general path runs the call)."""
     tool = run.tools.get(call.name)
     if tool is None:
-        return error_result(call.id, call.name, tool_not_found_text(call.name)), None, {}
+        return error_result(call.id, call.name, tool_not_found_text(call.name))
     if call.raw_arguments is not None:
         problem = [("root", arguments_problem(call.raw_arguments))]
         text = validation_failed_text(call.name, problem, call.raw_arguments)
-        return error_result(call.id, call.name, text), tool, {}
+        return error_result(call.id, call.name, text)
     try:
         arguments, problems = tool.validate(call.arguments)
     except RecursionError:
         arguments, problems = call.arguments, [("root", "arguments are nested too deeply")]
     if problems:
         text = validation_failed_text(call.name, problems, call.arguments)
-        return error_result(call.id, call.name, text), tool, arguments
+        return error_result(call.id, call.name, text)
     config = run.config
     if (
         tool.accepts
         or config.tool_timeout_s is not None
         or (tool.is_async and config.cancel is not None)
     ):
-        return None, tool, arguments
+        return Invoke(tool, arguments)
     # A plain sync tool runs here; so does an ``async def`` tool with nothing to watch (no
     # timeout, no cancel token, no progress callback): its coroutine is awaited inline by
     # the loop, with no task, event or wait per call.
     try:
         value = tool.execute(arguments)
     except BaseException as exc:
-        return raised_result(run, call, exc), tool, arguments
+        return raised_result(run, call, exc)
     if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
-        return value, tool, arguments
-    try:
-        return make_result(call.id, call.name, value), tool, arguments
-    except Exception as exc:  # (inline rather than safe_result: this is the hot path)
-        text = unserialisable_text(call.name, error_text(exc))
-        return error_result(call.id, call.name, text), tool, arguments
+        return Awaiting(value)
+    return safe_result(call.id, call.name, value)
 
 
 def source_failed(run: RunState, exc: BaseException) -> None:
@@ -288,6 +309,9 @@ def safe_result(call_id: str, name: str, value: Any) -> ToolResultMessage:
 
 
 __all__ = [
+    "Awaiting",
+    "Invoke",
+    "Prepared",
     "RunState",
     "abort_call",
     "invoke",

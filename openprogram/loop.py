@@ -44,6 +44,8 @@ from typing import Any, Literal
 
 from .approvals import Reviewed, gated_tools, review
 from .calls import (
+    Awaiting,
+    Invoke,
     RunState,
     abort_call,
     invoke,
@@ -73,7 +75,7 @@ from .events import (
     TurnStart,
 )
 from .providers.base import error_text
-from .runs import MessageSource, PollPoint, RunInfo, wants_poll_point
+from .runs import MessageSource, PollPoint, RunInfo, poll_point, wants_poll_point
 from .texts import (
     ABORTED_TEXT,
     CANCELLED_TEXT,
@@ -157,7 +159,6 @@ async def _run_loop(
     follow_up_source = config.get_follow_up_messages
     follow_up_point = wants_poll_point(follow_up_source)
     run_info = config.run_info
-    depth = run_info.depth if run_info is not None else 0
     executed_calls = 0
     skip_mode = config.steering_mode == "skip"
     cap = effective_cap(config.max_iterations)
@@ -182,8 +183,7 @@ async def _run_loop(
             try:
                 pending = await _poll(
                     steering_source,
-                    # hook, round, call_index, calls_in_round, calls_in_run, batch_done, depth, run
-                    PollPoint("steering", 0, None, 0, 0, False, depth, run_info)
+                    poll_point("steering", round=0, calls_in_run=0, run=run_info, batch_done=False)
                     if steering_point
                     else None,
                 )
@@ -281,7 +281,7 @@ async def _run_loop(
                     break
 
                 # -- 2. run its tool calls, sequentially, in order -------------------------
-                # Inline for the same reason; what each call needs is decided by ``_prepare``.
+                # Inline for the same reason; what each call needs is decided by ``prepare``.
                 # Steering is polled after every executed call; in ``skip`` mode the rest of
                 # the batch is then answered without running.
                 # (a loop, not a list comprehension: that is a function call per round)
@@ -326,24 +326,27 @@ async def _run_loop(
                     if answered is not None:
                         result = answered
                     elif executed:
-                        prepared, tool, arguments = prepare(run, call)
-                        if prepared is None:  # extras, async, timeouts: the general path
-                            outcome: list[ToolResultMessage] = []
-                            async for event in invoke(run, tool, call, arguments, outcome):
-                                yield event
-                            result = outcome[0]
-                        elif isinstance(prepared, ToolResultMessage):
+                        prepared = prepare(run, call)
+                        if type(prepared) is ToolResultMessage:
                             result = prepared
-                        else:  # a plain function that returned an awaitable
+                        elif type(prepared) is Awaiting:  # a plain function's awaitable
                             # Awaited here, not in a helper: a helper coroutine per call would
                             # stay alive across the tool's await (docs/decisions.md,
                             # "Concurrent runs and the collector"); errors fed back as usual.
                             try:
-                                value = await prepared
+                                value = await prepared.awaitable
                             except BaseException as exc:
                                 result = raised_result(run, call, exc)
                             else:
                                 result = safe_result(call.id, call.name, value)
+                        else:  # extras, timeouts, cancel tokens: the general path
+                            assert type(prepared) is Invoke
+                            outcome: list[ToolResultMessage] = []
+                            async for event in invoke(
+                                run, prepared.tool, call, prepared.arguments, outcome
+                            ):
+                                yield event
+                            result = outcome[0]
                         executed_calls += 1
                         if cancel is not None and cancel.is_set():
                             run.aborted = True  # fired during the call: the rest is cancelled
@@ -367,15 +370,14 @@ async def _run_loop(
                             run.steering.extend(
                                 await _poll(
                                     steering_source,
-                                    PollPoint(
-                                        "steering",  # hook
-                                        iterations - 1,  # round
-                                        index,  # call_index
-                                        index + 1,  # calls_in_round
-                                        executed_calls,  # calls_in_run
-                                        index == last_index,  # batch_done
-                                        depth,  # depth
-                                        run_info,  # run
+                                    poll_point(
+                                        "steering",
+                                        round=iterations - 1,
+                                        calls_in_run=executed_calls,
+                                        run=run_info,
+                                        call_index=index,
+                                        calls_in_round=index + 1,
+                                        batch_done=index == last_index,
                                     )
                                     if steering_point
                                     else None,
@@ -396,15 +398,12 @@ async def _run_loop(
                 elif poll_steering and iterations < cap:
                     pending = await _poll(
                         steering_source,
-                        PollPoint(
-                            "steering",  # hook
-                            iterations - 1,  # round
-                            None,  # call_index
-                            len(tool_calls),  # calls_in_round
-                            executed_calls,  # calls_in_run
-                            True,  # batch_done
-                            depth,  # depth
-                            run_info,  # run
+                        poll_point(
+                            "steering",
+                            round=iterations - 1,
+                            calls_in_run=executed_calls,
+                            run=run_info,
+                            calls_in_round=len(tool_calls),
                         )
                         if steering_point
                         else None,
@@ -471,16 +470,7 @@ async def _poll_follow_ups(
     """The follow-up poll when the model finished (``with_point``: the source takes a
     ``PollPoint``, decided once per run)."""
     point = (
-        PollPoint(
-            "follow_up",  # hook
-            round,  # round
-            None,  # call_index
-            0,  # calls_in_round
-            executed_calls,  # calls_in_run
-            True,  # batch_done
-            run_info.depth if run_info is not None else 0,  # depth
-            run_info,  # run
-        )
+        poll_point("follow_up", round=round, calls_in_run=executed_calls, run=run_info)
         if with_point
         else None
     )

@@ -100,6 +100,31 @@ class PollPoint:
     run: RunInfo | None = None
 
 
+def poll_point(
+    hook: HookKind,
+    *,
+    round: int,
+    calls_in_run: int,
+    run: RunInfo | None,
+    call_index: int | None = None,
+    calls_in_round: int = 0,
+    batch_done: bool = True,
+) -> PollPoint:
+    """The loop's one way to build a ``PollPoint``: by keyword, the depth read from ``run``.
+    The defaults are a poll that is not right after a call (``call_index=None``) with the
+    batch done; the first steering poll and a mid-batch poll say otherwise."""
+    return PollPoint(
+        hook=hook,
+        round=round,
+        call_index=call_index,
+        calls_in_round=calls_in_round,
+        calls_in_run=calls_in_run,
+        batch_done=batch_done,
+        depth=run.depth if run is not None else 0,
+        run=run,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Handover:
     """Messages the runtime took from its ``steer()``/``follow_up()`` queue and handed to a
@@ -288,6 +313,7 @@ __all__ = [
     "RunInfo",
     "RunKind",
     "check_drain_mode",
+    "poll_point",
     "wants_poll_point",
     "with_queue",
 ]
