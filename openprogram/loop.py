@@ -76,6 +76,7 @@ from .events import (
 )
 from .providers.base import error_text
 from .runs import MessageSource, PollPoint, RunInfo, poll_point, wants_poll_point
+from .telemetry import run_spans
 from .texts import (
     ABORTED_TEXT,
     CANCELLED_TEXT,
@@ -120,7 +121,7 @@ def agent_loop(
     prompt_messages = user_messages(prompts, "a prompt")
     tools = normalize_tools(context.tools)
     stream = AgentStream()
-    stream.bind(_run_loop(stream, prompt_messages, context, tools, config))
+    _bind(stream, prompt_messages, context, tools, config)
     return stream
 
 
@@ -138,8 +139,24 @@ def agent_loop_continue(context: AgentContext, config: LoopConfig) -> AgentStrea
         )
     tools = normalize_tools(context.tools)
     stream = AgentStream()
-    stream.bind(_run_loop(stream, [], context, tools, config))
+    _bind(stream, [], context, tools, config)
     return stream
+
+
+def _bind(
+    stream: AgentStream,
+    prompts: list[UserMessage],
+    context: AgentContext,
+    tools: list[AgentTool],
+    config: LoopConfig,
+) -> None:
+    """Give ``stream`` its producer: the run itself, written as OpenTelemetry spans too when a
+    tracer provider is set (``openprogram.telemetry``; ``None`` from ``run_spans`` otherwise)."""
+    spans = run_spans(stream, context, config)
+    if spans is None:
+        stream.bind(_run_loop(stream, prompts, context, tools, config))
+    else:
+        stream.bind(spans.wrap(_run_loop(stream, prompts, context, tools, spans.config)))
 
 
 async def _run_loop(

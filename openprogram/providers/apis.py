@@ -45,6 +45,9 @@ class ProviderAPI:
     record_model: str | None = None
     # Other spellings accepted at the edge (normalised: lower case, ``-`` read as ``_``).
     aliases: tuple[str, ...] = ()
+    # The provider as the OpenTelemetry GenAI conventions name it (``gen_ai.provider.name`` on
+    # the spans of ``openprogram.telemetry``): one of the convention's well-known values.
+    otel_provider: str = ""
 
     @property
     def module_path(self) -> str:
@@ -71,6 +74,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         recordable=True,
         record_model="gpt-4o-mini",
         aliases=("openai",),
+        otel_provider="openai",
     ),
     ProviderAPI(
         "openai_responses",
@@ -82,6 +86,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         endpoint="/responses",
         recordable=True,
         record_model="gpt-4o-mini",
+        otel_provider="openai",
     ),
     ProviderAPI(
         "anthropic",
@@ -98,6 +103,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         recordable=True,
         record_model="claude-3-5-haiku-latest",
         aliases=("anthropic_messages",),  # AssistantMessage.api as stored
+        otel_provider="anthropic",
     ),
     ProviderAPI(
         "gemini",
@@ -112,6 +118,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         recordable=True,
         record_model="gemini-2.0-flash",
         aliases=("google_gemini",),  # AssistantMessage.api as stored
+        otel_provider="gcp.gen_ai",
     ),
     ProviderAPI(
         "bedrock",
@@ -123,6 +130,7 @@ PROVIDER_APIS: tuple[ProviderAPI, ...] = (
         recordable=True,
         record_model="amazon.nova-micro-v1:0",
         aliases=("bedrock_converse",),  # AssistantMessage.api as stored
+        otel_provider="aws.bedrock",
     ),
 )
 """Every provider API, one entry each."""
