@@ -42,7 +42,7 @@ import inspect
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
 
-from .approvals import Reviewed, gated_tools, review
+from .approvals import Reviewed, active_gate, gated_tools, review
 from .calls import (
     Awaiting,
     Invoke,
@@ -185,6 +185,8 @@ async def _run_loop(
     failure: BaseException | None = None
     # Tools that may require approval (``None``: none does, nothing is checked per call).
     gated = gated_tools(tools)
+    # The gate: an enclosing ``Runtime.override(approval_gate=...)``'s, else the config's.
+    gate = active_gate(config.approval_gate) if gated is not None else None
 
     # Events are built with positional arguments on this path: in CPython 3.11 a keyword call
     # costs about twice as much as the construction itself (0.47 vs 0.21 µs here).
@@ -327,7 +329,7 @@ async def _run_loop(
                             run.tools[call.name],
                             gated[call.name],
                             call,
-                            config.approval_gate,
+                            gate,
                             config.approval_timeout_s,
                             cancel,
                             run_info,

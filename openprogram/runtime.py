@@ -44,7 +44,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ._sync import sync_twin
-from .approvals import ApprovalGate, active_gate, check_timeout, overriding_gate
+from .approvals import ApprovalGate, check_timeout, overriding_gate
 from .cancel import CancelToken
 from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
 from .config import normalize_tool_choice
@@ -270,8 +270,8 @@ class Runtime(ServerOwner):
         override lives in a context variable, so it reaches nested runs, tool bodies on other
         threads (their context is copied) and asyncio tasks started inside, and never a
         concurrent run outside the block.  Blocks nest; the innermost wins, field by field.
-        ``approval_gate`` replaces every run's approval gate the same way (a test's scripted
-        reviewer, ``openprogram.approvals``).
+        ``approval_gate`` replaces the approval gate of every loop run started inside the same
+        way, ``agent_loop`` runs included (a test's scripted reviewer, ``openprogram.approvals``).
         """
         if provider is not None and not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -526,7 +526,7 @@ class Runtime(ServerOwner):
             get_steering_messages=steering,
             get_follow_up_messages=follow_up,
             run_info=info,
-            approval_gate=active_gate(self.approval_gate),
+            approval_gate=self.approval_gate,
             approval_timeout_s=self.approval_timeout_s,
         )
 

@@ -393,3 +393,16 @@ def test_runtime_override_installs_a_gate_for_every_run_inside() -> None:
     assert ran == []
     runtime.exec("go")  # outside the block: the runtime's own gate again
     assert [r["tool"] for r in ran] == ["delete"]
+
+
+async def test_the_override_reaches_a_bare_loop_run_too() -> None:
+    from openprogram import AgentContext, LoopConfig, agent_loop
+
+    registry, ran = _agent()
+    tools = [registry.get("delete")]
+    provider = ScriptedProvider([turn(call("delete", {"path": "p"})), "ok"])
+    config = LoopConfig(provider=provider, approval_gate=lambda r: Approve())
+    with Runtime.override(approval_gate=lambda r: Deny("override")):
+        await agent_loop("go", AgentContext(tools=tools), config)
+    assert ran == []
+    assert "denied: override" in str(provider.requests[1].messages[-1])
