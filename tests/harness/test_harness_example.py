@@ -4,6 +4,7 @@ with ``openprogram`` alone runs a trivial pytest file (the plugin loads without 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -52,17 +53,20 @@ def test_the_example_project_passes_its_own_tests(tmp_path: Path) -> None:
     project = _copy_example(tmp_path)
     env = {**_clean_env(), "PYTHONPATH": str(ROOT)}
     out = _pytest(sys.executable, project, env, "-p", "no:randomly")
-    # 3 of them in tests/test_properties.py, 2 YAML scenarios (the real tools; the nested agent)
-    assert "exit=0" in out and "10 passed" in out, out
+    # 3 of them in tests/test_properties.py, 2 YAML scenarios (the real tools; the nested agent),
+    # 4 in tests/test_mcp.py (the forecast service: fake, failing, real in-process, its listing;
+    # skipped where the mcp extra is not installed, as in `dev.py deps lowest-core`)
+    counts = "14 passed" if importlib.util.find_spec("mcp") else "10 passed, 1 skipped"
+    assert "exit=0" in out and counts in out, out
     assert "1 snapshot passed" in out, out  # compared with the committed snapshot, not rewritten
     assert "warning" not in out.lower(), out  # a user copying the example sees a clean run
 
 
-def documented_requirement(extras: str) -> str:
-    """The requirement exactly as docs/testing-your-agent.md's install block spells it."""
-    text = (ROOT / "docs" / "testing-your-agent.md").read_text(encoding="utf-8")
+def documented_requirement(extras: str, doc: str = "testing-your-agent.md") -> str:
+    """The requirement exactly as ``docs/{doc}``'s install block spells it."""
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
     match = re.search(rf'pip install "([^"\[]+\[{re.escape(extras)}\])"', text)
-    assert match, f"docs/testing-your-agent.md has no install line with [{extras}]"
+    assert match, f"docs/{doc} has no install line with [{extras}]"
     return match.group(1)
 
 
@@ -108,6 +112,8 @@ def test_the_built_wheel_in_fresh_virtualenvs(tmp_path: Path) -> None:
     #    editable: the wheel)
     full = _venv(tmp_path / "full")
     _pip(full, env, "--find-links", str(dist), documented_requirement("testing,openai"))
+    # the example's forecast service is an MCP server: the extra as docs/mcp.md spells it
+    _pip(full, env, "--find-links", str(dist), documented_requirement("mcp", "mcp.md"))
     project = _copy_example(tmp_path)
     out = _pytest(full, project, env)
     assert "exit=0" in out and "1 snapshot passed" in out, out

@@ -1,8 +1,10 @@
-"""A weather agent: three tools and an agentic function that runs its own nested loop."""
+"""A weather agent: three tools, an agentic function that runs its own nested loop, and a
+forecast service reached over MCP (``city_agent.forecast_server``)."""
 
 from __future__ import annotations
 
 from openprogram import Registry, Runtime, agentic_function, function
+from openprogram.mcp import MCPConnection
 
 registry = Registry()
 
@@ -51,4 +53,27 @@ def ask(runtime: Runtime, question: str) -> str:
     return str(runtime.exec(question, tools=TOOLS))
 
 
-__all__ = ["TOOLS", "ask", "build_runtime", "registry", "summarize_cities"]
+def forecast_service(server: object = None) -> MCPConnection:
+    """The connection to the forecast service: the real server in-process unless another is
+    given (a fake, a URL, a command).  Its tools are offered as ``forecast__{tool}``."""
+    if server is None:
+        from .forecast_server import server as real
+
+        server = real
+    return MCPConnection("forecast", server, call_timeout_s=10)
+
+
+def plan(runtime: Runtime, question: str, forecast: MCPConnection) -> str:
+    """A question that may need tomorrow's forecast: the agent's tools and the service's."""
+    return str(runtime.exec(question, tools=[*TOOLS, forecast]))
+
+
+__all__ = [
+    "TOOLS",
+    "ask",
+    "build_runtime",
+    "forecast_service",
+    "plan",
+    "registry",
+    "summarize_cities",
+]

@@ -1,0 +1,90 @@
+"""The agent with its forecast service, an MCP server, tested without a model: a fake service
+built from the real one's recorded ``tools/list`` (strict: a call it was not scripted for fails
+the test), and the real server in-process.  ``tests/forecast_tools.json`` is that recording; the
+last test fails when the real server's tools drift from it, so the fake cannot go stale."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason='the forecast service needs the mcp extra: pip install -e "."')
+
+from city_agent import TOOLS, build_runtime, forecast_service
+
+from openprogram_testing import assert_terminated, call, turn
+from openprogram_testing.mcp import MCPResult, text, tool_error
+
+RECORDED = json.loads(Path(__file__).with_name("forecast_tools.json").read_text())
+
+SCRIPT = [
+    turn(call("forecast__tomorrow", {"city": "Oslo"})),
+    "Snow in Oslo tomorrow: take boots.",
+]
+
+
+def _results(tree):
+    return [(r.text, r.is_error) for r in tree.trace.tool_results]
+
+
+def test_with_a_fake_service(scripted_provider, exec_runner, fake_mcp_server):
+    fake = fake_mcp_server("forecast", RECORDED["tools"])
+    # the real tool declares an output schema, so its answer carries structured content too
+    answer = MCPResult(
+        [text("Oslo tomorrow: snow, -2 C")], structured={"result": "Oslo tomorrow: snow, -2 C"}
+    )
+    fake.script("tomorrow", answer, arguments={"city": "Oslo"})
+    scripted_provider.add(*SCRIPT)
+    with forecast_service(fake) as forecast:
+        tree = exec_runner(
+            build_runtime(scripted_provider), "Oslo tomorrow?", tools=[*TOOLS, forecast]
+        )
+    assert tree.result == "Snow in Oslo tomorrow: take boots."
+    assert _results(tree) == [("Oslo tomorrow: snow, -2 C", False)]
+    offered = [t.name for t in scripted_provider.requests[0].tools]
+    assert offered[-2:] == ["forecast__tomorrow", "forecast__alerts"]
+    assert_terminated(tree, "completed")
+
+
+def test_when_the_service_fails(scripted_provider, exec_runner, fake_mcp_server):
+    fake = fake_mcp_server("forecast", RECORDED["tools"])
+    fake.script("tomorrow", tool_error("forecast backend unavailable"))
+    scripted_provider.add(SCRIPT[0], "No forecast today, sorry.")
+    with forecast_service(fake) as forecast:
+        tree = exec_runner(
+            build_runtime(scripted_provider), "Oslo tomorrow?", tools=[*TOOLS, forecast]
+        )
+    assert _results(tree) == [("forecast backend unavailable", True)]
+    assert tree.result == "No forecast today, sorry."
+
+
+def test_with_the_real_server_in_process(scripted_provider, exec_runner):
+    scripted_provider.add(
+        turn(
+            call("forecast__tomorrow", {"city": "Oslo"}),
+            call("forecast__tomorrow", {"city": "Paris"}),
+        ),
+        "Snow in Oslo tomorrow; no forecast for Paris.",
+    )
+    with forecast_service() as forecast:
+        tree = exec_runner(
+            build_runtime(scripted_provider), "Oslo and Paris?", tools=[*TOOLS, forecast]
+        )
+    (oslo, paris) = _results(tree)
+    assert oslo == ("Oslo tomorrow: snow, -2 C", False)
+    assert paris == ("Error executing tool tomorrow: no forecast for Paris", True)
+
+
+def test_the_recorded_tool_list_is_the_real_servers():
+    from city_agent.forecast_server import server
+    from mcp import Client
+
+    async def listing():
+        async with Client(server) as client:
+            tools = (await client.list_tools()).tools
+        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+
+    assert asyncio.run(listing()) == RECORDED["tools"], (
+        "the forecast server's tools changed: re-record tests/forecast_tools.json"
+    )
