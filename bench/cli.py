@@ -32,6 +32,7 @@ ALL_WORKLOADS = (
     "W8",
     "W9",
     "W10",
+    "W11",
     "import",
 )
 
@@ -199,6 +200,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for key, rows in (await scenario_suite.w10(cfg, args.clock)).items():
                 report.WORKLOADS.setdefault(key, report.w10_title(key))
                 put(key, rows)
+    if "W11" in wanted:
+        progress("W11")
+        from . import mcp_round
+
+        put("W11", await mcp_round.w11(cfg))
     if "import" in wanted and cfg.subprocesses:
         progress("import")
         names_i = ["openprogram", "openprogram_testing", *[p for p in PEERS if p in loaded]]

@@ -24,6 +24,7 @@ WORKLOADS: dict[str, tuple[str, str, bool]] = {
     "W8-10": ("1 tool round + text, 10 dict tools offered", "µs/run", True),
     "W8-100": ("1 tool round + text, 100 dict tools offered", "µs/run", True),
     "W8-1000": ("1 tool round + text, 1,000 dict tools offered", "µs/run", True),
+    "W11": ("1 tool round with 1 MCP call (in-process) vs a Python tool", "µs/round", True),
     "import": ("import time, fresh interpreter", "ms", True),
 }
 """key → (title, unit, lower is better)."""
@@ -73,12 +74,18 @@ TARGETS: list[tuple[str, str, str, float, float | None]] = [
         )
         for n in (1000, 5000)
     ),
+    # the issue's bar: the loop adds nothing measurable to an MCP call over what the SDK's own
+    # Client pays for it, and the fake server costs no more than a real in-process server
+    ("W11 loop's MCP round over a Python tool's / the SDK call alone", "W11", "x_sdk", 1.2, None),
+    ("W11 fake MCP server / MCPServer, through the loop", "W11", "x_mcpserver", 1.0, None),
 ]
 
 TARGET_ROWS = {
     "W10 run / loop_runner tests (1,000 scenarios)": "openprogram-testing run",
     "W10 run -n 2 / one process, wall (1,000 scenarios)": "openprogram-testing run -n 2",
     "W10 run -n 2 / one process, wall (5,000 scenarios)": "openprogram-testing run -n 2",
+    "W11 loop's MCP round over a Python tool's / the SDK call alone": "openprogram + MCPServer",
+    "W11 fake MCP server / MCPServer, through the loop": "openprogram + fake MCP server",
 }
 """Targets judged on a row other than ``openprogram``'s."""
 

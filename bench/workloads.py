@@ -40,6 +40,7 @@ class Settings:
     w10_sizes: tuple[int, ...] = (100, 1000, 5000)
     w10_samples: int = 3
     w10_parallel_sizes: tuple[int, ...] = (1000, 5000)  # (): no xdist and shard rows
+    w11_rounds: int = 20
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +62,7 @@ SMOKE = Settings(
     w10_sizes=(2, 4),
     w10_samples=1,
     w10_parallel_sizes=(),
+    w11_rounds=2,
 )
 """Tiny counts: proves every configuration still runs its loop (CI), measures nothing."""
 
