@@ -32,6 +32,7 @@ instead of the global one (a test's in-memory exporter; the harness's per-test e
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -120,7 +121,7 @@ def use_tracer_provider(provider: Any) -> Iterator[Any]:
 def _tracer() -> Any:
     """The tracer a run starting here writes to, or ``None`` (the common case, kept cheap): no
     provider given to ``use_tracer_provider`` and OpenTelemetry not imported, or imported with
-    no provider set (the API's proxy)."""
+    no provider set (the API's proxy), or the API's no-op provider set."""
     provider = _provider_override.get()
     if provider is None:
         trace = sys.modules.get("opentelemetry.trace")
@@ -134,7 +135,11 @@ def _tracer() -> Any:
         return cached[1]
     from . import __version__
 
+    from opentelemetry.trace import NoOpTracer
+
     tracer = provider.get_tracer("openprogram", __version__)
+    if isinstance(tracer, NoOpTracer):  # the API's no-op provider: decided once, not per run
+        tracer = None
     _tracers[id(provider)] = (provider, tracer)
     return tracer
 
@@ -159,12 +164,48 @@ def run_spans(stream: AgentStream, context: AgentContext, config: LoopConfig) ->
                 stacklevel=3,
             )
         return None
-    spans = _RunSpans(tracer, conventions, stream, context, config)
-    if not spans.run_span.is_recording():  # a no-op provider or a sampler said no
+    content = capture_content()
+    run_span = _start_run_span(tracer, conventions, context, config, content)
+    if not run_span.is_recording():  # a no-op provider or a sampler said no: nothing more
         return None
-    return spans
+    return _RunSpans(tracer, conventions, run_span, content, stream, context, config)
 
 
+def _start_run_span(
+    tracer: Any, names: Any, context: AgentContext, config: LoopConfig, content: bool
+) -> Any:
+    """The run's ``invoke_agent`` span, with the attributes a sampler may decide on."""
+    from opentelemetry.trace import SpanKind
+
+    g = names.gen_ai
+    info = config.run_info
+    agent = info.tool_name if info is not None and info.tool_name else None
+    attributes: dict[str, Any] = {
+        g.GEN_AI_OPERATION_NAME: "invoke_agent",
+        g.GEN_AI_PROVIDER_NAME: provider_name(config.provider),
+    }
+    if agent:
+        attributes[g.GEN_AI_AGENT_NAME] = agent
+    if config.model:
+        attributes[g.GEN_AI_REQUEST_MODEL] = config.model
+    if info is not None:
+        attributes[RUN_ID] = info.run_id
+        attributes[RUN_KIND] = info.kind
+        attributes[RUN_DEPTH] = info.depth
+        if info.parent_id is not None:
+            attributes[RUN_PARENT_ID] = info.parent_id
+    if content and context.system_prompt:
+        attributes[g.GEN_AI_SYSTEM_INSTRUCTIONS] = _json(
+            [{"type": "text", "content": context.system_prompt}]
+        )
+    return tracer.start_span(
+        f"invoke_agent {agent}" if agent else "invoke_agent",
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+    )
+
+
+@functools.cache
 def _conventions() -> Any:
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
     from opentelemetry.semconv.attributes import error_attributes, exception_attributes
@@ -204,6 +245,8 @@ class _RunSpans:
         self,
         tracer: Any,
         names: Any,
+        run_span: Any,
+        content: bool,
         stream: AgentStream,
         context: AgentContext,
         config: LoopConfig,
@@ -216,7 +259,8 @@ class _RunSpans:
         self._names = names
         self._stream = stream
         self._context = context
-        self._content = capture_content()
+        self._content = content
+        self.run_span = run_span
         self._asked = self._first = 0  # when the open model call was asked, its first event
         self._kinds: deque[str] = deque()  # per polled message: "steering" or "follow_up"
         self.config = replace(
@@ -224,35 +268,8 @@ class _RunSpans:
             get_steering_messages=_tagged(config.get_steering_messages, "steering", self._kinds),
             get_follow_up_messages=_tagged(config.get_follow_up_messages, "follow_up", self._kinds),
         )
-        g = self._g
-        provider = config.provider
-        self._provider = provider_name(provider)
+        self._provider = provider_name(config.provider)
         self._model = config.model
-        info = config.run_info
-        agent = info.tool_name if info is not None and info.tool_name else None
-        attributes: dict[str, Any] = {
-            g.GEN_AI_OPERATION_NAME: "invoke_agent",
-            g.GEN_AI_PROVIDER_NAME: self._provider,
-        }
-        if agent:
-            attributes[g.GEN_AI_AGENT_NAME] = agent
-        if config.model:
-            attributes[g.GEN_AI_REQUEST_MODEL] = config.model
-        if info is not None:
-            attributes[RUN_ID] = info.run_id
-            attributes[RUN_KIND] = info.kind
-            attributes[RUN_DEPTH] = info.depth
-            if info.parent_id is not None:
-                attributes[RUN_PARENT_ID] = info.parent_id
-        if self._content and context.system_prompt:
-            attributes[g.GEN_AI_SYSTEM_INSTRUCTIONS] = _json(
-                [{"type": "text", "content": context.system_prompt}]
-            )
-        self.run_span = tracer.start_span(
-            f"invoke_agent {agent}" if agent else "invoke_agent",
-            kind=trace.SpanKind.INTERNAL,
-            attributes=attributes,
-        )
 
     # -- the run -------------------------------------------------------------------------------
     async def wrap(
