@@ -133,9 +133,9 @@ def _tracer() -> Any:
     cached = _tracers.get(id(provider))
     if cached is not None and cached[0] is provider:
         return cached[1]
-    from . import __version__
-
     from opentelemetry.trace import NoOpTracer
+
+    from . import __version__
 
     tracer = provider.get_tracer("openprogram", __version__)
     if isinstance(tracer, NoOpTracer):  # the API's no-op provider: decided once, not per run
