@@ -55,8 +55,11 @@ class RunState:
         self.context = context
         self.tools = {t.spec.name: t for t in tools}
         # positional (once per run, but W3-like workloads start thousands of runs)
+        offered = context.provider_tools
         self.provider_context = Context(
-            context.system_prompt, context.messages, [t.spec for t in tools]
+            context.system_prompt,
+            context.messages,
+            [t.spec for t in tools] if offered is None else list(offered),
         )
         self.options = StreamOptions(
             config.tool_choice,

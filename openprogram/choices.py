@@ -146,6 +146,7 @@ async def decide(
         }
     )
     context.tools = [tool]
+    context.provider_tools = None  # the work run's array (deferred tools) is not this one's
     attempts: list[str] = []
     for attempt in range(CHOICE_ATTEMPTS):
         picks.clear()

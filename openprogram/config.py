@@ -12,7 +12,7 @@ from .approvals import ApprovalGate
 from .cancel import CancelToken
 from .providers.base import Provider, ToolChoice
 from .runs import MessageSource, RunInfo
-from .types import Message
+from .types import Message, ToolSpec
 
 MAX_INNER_ITERATIONS = 50
 """Hard cap on model calls per run, against idle spinning."""
@@ -72,11 +72,17 @@ def normalize_tool_choice(
 
 @dataclass(slots=True)
 class AgentContext:
-    """The conversation a run works on.  ``messages`` is appended in place by the run."""
+    """The conversation a run works on.  ``messages`` is appended in place by the run.
+
+    ``provider_tools``: the tool array the provider is sent, when it is not every tool's spec
+    (``Runtime`` sets it when some tool on the menu is deferred: callable, but its schema held
+    back until ``tool_search`` loads it; ``openprogram.tool_search``).  ``None``: the specs of
+    ``tools``.  Read once per run, so the array cannot change within a run."""
 
     system_prompt: str | None = None
     messages: list[Message] = field(default_factory=list)
     tools: Sequence[Any] = ()
+    provider_tools: Sequence[ToolSpec] | None = None
 
 
 @dataclass(slots=True)

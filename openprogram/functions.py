@@ -62,10 +62,15 @@ class Function:
     """A decorated function: a plain callable plus a tool spec and registry metadata.
 
     Attributes: ``fn`` (the original function), ``name``, ``spec`` (``ToolSpec``), ``exposed``
-    (listed in the ``"full"`` toolset), ``unsafe_for`` (sources/channels it must not be offered
-    to), ``toolsets`` (named toolsets it joined), ``requires_approval`` (``True`` or a check of
-    the call's arguments: the run's approval gate decides each call, ``openprogram.approvals``),
-    ``agentic`` (made by ``@agentic_function``).
+    (offered by registry menus at all: ``False`` keeps it out of every toolset, though a caller
+    may still pass it in ``exec(tools=[...])``), ``unsafe_for`` (sources/channels it must not be
+    offered to), ``toolsets`` (named toolsets it joined), ``requires_approval`` (``True`` or a
+    check of the call's arguments: the run's approval gate decides each call,
+    ``openprogram.approvals``), ``agentic`` (made by ``@agentic_function``), and the gating
+    options of ``openprogram.gating``: ``check_fn``, ``requires_env``, ``can_use`` (is it
+    runnable here; checked when a run asks for ``only_available``), ``defer`` (its schema stays
+    out of the provider's tool array until ``tool_search`` loads it) and ``search_hint`` (a
+    phrase ``tool_search`` scores).
     """
 
     def __init__(
@@ -79,12 +84,24 @@ class Function:
         unsafe_for: Iterable[str] = (),
         toolsets: Iterable[str] = (),
         requires_approval: bool | Callable[..., Any] = False,
+        check_fn: Callable[[], Any] | None = None,
+        requires_env: Iterable[str] = (),
+        can_use: Callable[[], Any] | None = None,
+        defer: bool = False,
+        search_hint: str | None = None,
         agentic: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@function needs a callable, got {fn!r}")
         if isinstance(unsafe_for, str) or isinstance(toolsets, str):
             raise TypeError("unsafe_for= and toolsets= take a tuple of names, not a single string")
+        if isinstance(requires_env, str):
+            raise TypeError("requires_env= takes a tuple of variable names, not a single string")
+        for option, check in (("check_fn", check_fn), ("can_use", can_use)):
+            if check is not None and not callable(check):
+                raise TypeError(f"{option}= must be a callable taking no arguments, got {check!r}")
+        if search_hint is not None and not isinstance(search_hint, str):
+            raise TypeError(f"search_hint= must be a string, got {search_hint!r}")
         self.fn = fn
         derived = name if name is not None else getattr(fn, "__name__", None)
         if not isinstance(derived, str) or not derived:
@@ -94,6 +111,14 @@ class Function:
         self.unsafe_for = frozenset(unsafe_for)
         self.toolsets = tuple(toolsets)
         self.requires_approval = check_requirement(requires_approval, self.name)
+        self.check_fn = check_fn
+        self.requires_env = tuple(requires_env)
+        bad_env = [v for v in self.requires_env if not isinstance(v, str) or not v]
+        if bad_env:
+            raise TypeError(f"requires_env= must list variable names, got {bad_env[0]!r}")
+        self.can_use = can_use
+        self.defer = bool(defer)
+        self.search_hint = search_hint
         self.agentic = agentic
         self.is_async = is_async_callable(fn)
         self._lock = threading.Lock()
@@ -166,13 +191,36 @@ class Function:
                     is_async=self.is_async,
                     accepts=self.loop_extras,
                     source=self,
-                    meta={
-                        "unsafe_for": self.unsafe_for,
-                        "exposed": self.exposed,
-                        "requires_approval": self.requires_approval,
-                    },
+                    meta=self._meta(),
                 )
             return self._agent_tool
+
+    def set_defer(self, defer: bool) -> None:
+        """Mark the tool deferred (or not) after decoration: the next run that resolves it
+        reads the new flag (``Registry.apply_default_deferral`` uses this)."""
+        with self._lock:
+            self.defer = bool(defer)
+            if self._agent_tool is not None:
+                self._agent_tool.meta["defer"] = self.defer
+
+    def _meta(self) -> dict[str, Any]:
+        """What the gating layers read off the tool (``openprogram.gating``): only the options
+        set, so a plain tool's ``meta`` stays as small as before."""
+        meta: dict[str, Any] = {
+            "unsafe_for": self.unsafe_for,
+            "exposed": self.exposed,
+            "requires_approval": self.requires_approval,
+            "defer": self.defer,
+        }
+        if self.check_fn is not None:
+            meta["check_fn"] = self.check_fn
+        if self.requires_env:
+            meta["requires_env"] = self.requires_env
+        if self.can_use is not None:
+            meta["can_use"] = self.can_use
+        if self.search_hint is not None:
+            meta["search_hint"] = self.search_hint
+        return meta
 
     def _make_execute(self) -> Callable[..., Any]:
         fn = self.fn

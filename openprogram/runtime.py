@@ -50,11 +50,12 @@ from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
 from .config import normalize_tool_choice
 from .events import AgentEvent, ToolExecutionStart
 from .functions import current_runtime
+from .gating import names as tool_names
 from .groups import ServerOwner, check_servers, open_groups
 from .loop import AgentContext, AgentStream, LoopConfig, SteeringMode, agent_loop
 from .outcome import ProviderError, RunRecord, last_assistant, raise_for_termination
 from .providers.base import Provider, ToolChoice
-from .registry import Registry, agent_tools, default_registry, trim_tools
+from .registry import Registry, default_registry, resolve_menu
 from .runs import (
     DrainMode,
     HandoverObserver,
@@ -66,6 +67,7 @@ from .runs import (
     wants_poll_point,
     with_queue,
 )
+from .tool_search import LoadedTools, offer, with_catalog
 from .tools import AgentTool, normalize_tools
 from .types import Message, UserMessage, user_messages
 
@@ -208,6 +210,8 @@ class Runtime(ServerOwner):
         mcp_servers: Sequence[MCPConnection] = (),
         approval_gate: ApprovalGate | None = None,
         approval_timeout_s: float | None = None,
+        disabled_tools: Sequence[str] = (),
+        only_available: bool = False,
     ) -> None:
         if not hasattr(provider, "stream"):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
@@ -249,6 +253,13 @@ class Runtime(ServerOwner):
         self.mcp_servers: tuple[MCPConnection, ...] = check_servers(mcp_servers)
         self.approval_gate = approval_gate
         self.approval_timeout_s = check_timeout(approval_timeout_s)
+        self.disabled_tools: frozenset[str] = tool_names(disabled_tools, "disabled_tools")
+        if not isinstance(only_available, bool):
+            raise TypeError(f"only_available must be True or False, got {only_available!r}")
+        self.only_available = only_available
+        self.loaded_tools = LoadedTools()
+        """The deferred tools ``tool_search`` has loaded in this runtime's runs: each run's
+        provider array includes the ones loaded before it started (``clear()`` forgets)."""
 
     def __repr__(self) -> str:
         return f"Runtime(provider={self.provider!r}, model={self.model!r})"
@@ -393,7 +404,7 @@ class Runtime(ServerOwner):
         content: str | UserMessage | Sequence[str | UserMessage],
         tools: Sequence[Any] | None = None,
         toolset: str | None = None,
-        tools_source: str | None = None,
+        tools_source: str | Sequence[str] | None = None,
         tools_allow: Sequence[str] | None = None,
         tools_deny: Sequence[str] | None = None,
         tool_choice: ToolChoice | None = "auto",
@@ -402,6 +413,7 @@ class Runtime(ServerOwner):
         choices: Sequence[Any] | None = None,
         *,
         cancel: CancelToken | None = None,
+        only_available: bool | None = None,
     ) -> Any:
         """Run the loop on ``content`` and return the last assistant message's text.
 
@@ -429,8 +441,16 @@ class Runtime(ServerOwner):
         tools, toolset = await open_groups(
             tools, toolset, self.mcp_servers, self.registry, _current_tools.get() is not None
         )
-        menu = self._resolve_menu(tools, toolset, tools_source, tools_allow, tools_deny)
-        names = [t.name for t in menu]
+        if only_available is None:
+            only_available = self.only_available
+        elif not isinstance(only_available, bool):
+            raise TypeError(f"only_available must be True, False or None, got {only_available!r}")
+        menu = self._resolve_menu(
+            tools, toolset, tools_source, tools_allow, tools_deny, only_available
+        )
+        offered = offer(menu, self.loaded_tools)
+        names = [t.name for t in offered.specs]
+        system_prompt = with_catalog(self.system_prompt, offered.catalog)
         choice = normalize_tool_choice(tool_choice, names, strict=True)
         if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
             raise TypeError(
@@ -450,9 +470,9 @@ class Runtime(ServerOwner):
             parent.call_id if parent is not None else None,
             parent.call_name if parent is not None else None,
             tools=tuple(names),
-            system_prompt=self.system_prompt,
+            system_prompt=system_prompt,
             tool_choice=choice,
-            tool_specs=tuple(t.spec for t in menu),
+            tool_specs=tuple(offered.specs),
         )
         state = _RunState(info)
         token = cancel or self.cancel or _current_cancel.get()
@@ -462,7 +482,12 @@ class Runtime(ServerOwner):
         reset_runtime = current_runtime.set(self)
         reset_run = _current_run.set(state)
         try:
-            context = AgentContext(system_prompt=self.system_prompt, messages=[], tools=menu)
+            context = AgentContext(
+                system_prompt,
+                [],
+                offered.tools,
+                offered.specs if offered.split else None,
+            )
             config = self._config(choice, parallel_tool_calls, max_iterations, token, info)
             stream = agent_loop(content, context, config)
             new_messages = list(await self._drain(stream, config, state))
@@ -621,29 +646,22 @@ class Runtime(ServerOwner):
         self,
         tools: Sequence[Any] | None,
         toolset: str | None,
-        source: str | None,
+        source: str | Sequence[str] | None,
         allow: Sequence[str] | None,
         deny: Sequence[str] | None,
+        only_available: bool,
     ) -> list[AgentTool]:
-        if tools is not None and toolset is not None:
-            raise ValueError("pass tools= or toolset=, not both")
-        if tools is not None:
-            menu = agent_tools(tools)
-        elif toolset is not None:
-            if not isinstance(toolset, str):
-                raise TypeError(f"toolset= takes a toolset name, got {toolset!r}")
-            menu = [f.to_agent_tool() for f in self.registry.toolset(toolset)]
-        else:
-            inherited = _current_tools.get()
-            if inherited is not None:
-                menu = list(inherited)
-            else:
-                menu = [f.to_agent_tool() for f in self.registry.toolset("full")]
-        if source is not None or allow is not None or deny is not None:
-            menu = trim_tools(menu, source=source, allow=allow, deny=deny)
-        # Unique names, whatever the menu came from: ``normalize_tools`` checks them (the
-        # entries are ``AgentTool``s already and come back as they are).
-        return normalize_tools(menu)
+        return resolve_menu(
+            self.registry,
+            tools,
+            toolset,
+            _current_tools.get(),
+            source=source,
+            allow=allow,
+            deny=deny,
+            disabled=self.disabled_tools,
+            only_available=only_available,
+        )
 
 
 _CHOICES: RunKind = "choices"

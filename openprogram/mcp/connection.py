@@ -261,7 +261,11 @@ class MCPConnection:
                 "mcp_server": self.name,
                 "mcp_tool": remote,
                 "toolsets": ("mcp", f"mcp:{self.name}"),
-                "always_load": self.always_load,
+                "always_load": self.always_load or listed.always_load,
+                # Layer 6: deferred unless the server's config or the tool's own ``_meta``
+                # says to load it always (upstream's default for MCP tools).
+                "defer": not (self.always_load or listed.always_load),
+                "search_hint": listed.search_hint,
             },
         )
 

@@ -96,6 +96,28 @@ class ListedTool:
     name: str
     description: str
     parameters: dict[str, Any]
+    always_load: bool = False
+    """The tool's ``_meta["anthropic/alwaysLoad"]`` is ``true``: never deferred."""
+    search_hint: str | None = None
+    """The tool's ``_meta["anthropic/searchHint"]``, scored by ``tool_search``."""
+
+
+ALWAYS_LOAD_META = "anthropic/alwaysLoad"
+SEARCH_HINT_META = "anthropic/searchHint"
+SEARCH_HINT_MAX = 200
+"""A search hint is a short phrase; a longer one is cut (it is scored on every search)."""
+
+
+def _listing_meta(raw: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """``(always_load, search_hint)`` from a listed tool's ``_meta``: only a literal ``true``
+    loads always, only a string is a hint; anything else is ignored, as a missing key is."""
+    meta = raw.get("_meta")
+    if not isinstance(meta, Mapping):
+        return False, None
+    hint = meta.get(SEARCH_HINT_META)
+    return meta.get(ALWAYS_LOAD_META) is True, (
+        hint[:SEARCH_HINT_MAX] if isinstance(hint, str) and hint else None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +156,10 @@ def listed_tools(
             )
         seen[name] = remote
         description = raw.get("description") or raw.get("title") or name
-        out.append(ListedTool(server, remote, name, str(description), parameters))
+        always_load, search_hint = _listing_meta(raw)
+        out.append(
+            ListedTool(server, remote, name, str(description), parameters, always_load, search_hint)
+        )
     return out, skipped
 
 

@@ -220,3 +220,26 @@ def test_a_config_that_is_not_json_or_missing(tmp_path: Path) -> None:
         load_mcp_servers(path)
     with pytest.raises(MCPConfigError, match="cannot be read"):
         load_mcp_servers(tmp_path / "absent.json")
+
+
+def test_listing_meta_always_load_and_search_hint() -> None:
+    schema = {"type": "object", "properties": {}}
+    listed, _ = listed_tools(
+        "s",
+        [
+            {"name": "a", "inputSchema": schema, "_meta": {"anthropic/alwaysLoad": True}},
+            {
+                "name": "b",
+                "inputSchema": schema,
+                "_meta": {"anthropic/alwaysLoad": "yes", "anthropic/searchHint": "x" * 500},
+            },
+            {"name": "c", "inputSchema": schema, "_meta": ["not", "a", "mapping"]},
+            {"name": "d", "inputSchema": schema, "_meta": {"anthropic/searchHint": 7}},
+        ],
+    )
+    assert [(t.always_load, t.search_hint) for t in listed] == [
+        (True, None),
+        (False, "x" * 200),
+        (False, None),
+        (False, None),
+    ]

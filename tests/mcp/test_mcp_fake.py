@@ -40,7 +40,7 @@ RECORDED = {
 
 def run(fake: FakeMCPServer, *calls: Any) -> list[Any]:
     provider = ScriptedProvider([turn(*calls), "done"])
-    with fake.connection() as server:
+    with fake.connection(always_load=True) as server:
         Runtime(provider, registry=Registry()).exec("go", tools=[server])
     return [m for m in provider.requests[-1].messages if m.role == "toolResult"]
 
@@ -119,13 +119,13 @@ def test_strict(fake_mcp_server):
     fake = fake_mcp_server("notes", [{"name": "search", "inputSchema": {"type": "object"}}])
     fake.script("search", "a", arguments={"q": 1})
     provider = ScriptedProvider([turn(call("notes__search", {"q": 2})), "done"])
-    Runtime(provider, registry=Registry()).exec("go", tools=[fake.connection()])
+    Runtime(provider, registry=Registry()).exec("go", tools=[fake.connection(always_load=True)])
 
 def test_clean(fake_mcp_server):
     fake = fake_mcp_server("notes", [{"name": "search", "inputSchema": {"type": "object"}}])
     fake.script("search", "a")
     provider = ScriptedProvider([turn(call("notes__search", {})), "done"])
-    Runtime(provider, registry=Registry()).exec("go", tools=[fake.connection()])
+    Runtime(provider, registry=Registry()).exec("go", tools=[fake.connection(always_load=True)])
 """
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")

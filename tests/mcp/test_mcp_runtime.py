@@ -64,7 +64,7 @@ def results(provider: ScriptedProvider, request: int = -1) -> list[Any]:
 
 
 def test_an_agent_calls_a_real_in_process_sdk_server() -> None:
-    with MCPConnection("demo", demo_server()) as demo:
+    with MCPConnection("demo", demo_server(), always_load=True) as demo:
         provider = ScriptedProvider(
             [
                 turn(call("solve", {"task": "add 2 and 3"})),
@@ -93,7 +93,9 @@ def test_an_agent_calls_a_real_in_process_sdk_server() -> None:
 
 
 def test_a_stdio_subprocess_server_is_called_and_shut_down() -> None:
-    server = MCPConnection("calc", [sys.executable, SERVER_SCRIPT], connect_timeout_s=SLOW_START_S)
+    server = MCPConnection(
+        "calc", [sys.executable, SERVER_SCRIPT], connect_timeout_s=SLOW_START_S, always_load=True
+    )
     provider = ScriptedProvider(
         [turn(call("calc__add", {"a": 40, "b": 2}), call("calc__shout", {"text": "hi"})), "done"]
     )
@@ -117,7 +119,7 @@ def test_a_fake_server_over_http_on_loopback(fake_mcp_server: Any) -> None:
 
     url = fake.serve_http()
     assert url.startswith("http://127.0.0.1:")
-    with MCPConnection("files", url) as files:
+    with MCPConnection("files", url, always_load=True) as files:
         provider = ScriptedProvider([turn(call("files__read", {"path": "a.txt"})), "ok"])
         assert Runtime(provider, registry=Registry()).exec("read", tools=[files]) == "ok"
     assert [m.text for m in results(provider)] == ["contents of a.txt"]
@@ -131,7 +133,7 @@ def test_errors_reach_the_model_as_error_results(fake_mcp_server: Any) -> None:
         "stat", tool_error("no such file"), rpc_error(-32000, "disk on fire"), ValueError("bad")
     )
     provider = ScriptedProvider([turn(*[call("files__stat", {}) for _ in range(3)]), "ok"])
-    with fake.connection() as files:
+    with fake.connection(always_load=True) as files:
         Runtime(provider, registry=Registry()).exec("go", tools=[files])
     errored, rpc, raised = results(provider)
     assert errored.is_error and errored.text == "no such file"
@@ -157,7 +159,7 @@ def test_a_never_answering_tool_ends_in_an_error_result_and_is_cancelled_on_the_
     fake.listed({"name": "wait", "inputSchema": {"type": "object"}})
     fake.script("wait", STALL)
     provider = ScriptedProvider([turn(call("slow__wait", {})), "gave up"])
-    with fake.connection(call_timeout_s=0.5) as slow:
+    with fake.connection(always_load=True, call_timeout_s=0.5) as slow:
         slow.connect()
         started = time.monotonic()
         assert Runtime(provider, registry=Registry()).exec("go", tools=[slow]) == "gave up"
@@ -180,7 +182,7 @@ def test_cancelling_the_run_cancels_the_call_on_the_server(fake_mcp_server: Any)
         _wait_for(lambda: bool(fake.calls) and fake.calls[0].outcome == "stalled")
         token.cancel("user")
 
-    with MCPConnection("slow", url) as slow:
+    with MCPConnection("slow", url, always_load=True) as slow:
         threading.Thread(target=cancel_once_stalled, daemon=True).start()
         with pytest.raises(CancelledRun):
             Runtime(provider, registry=Registry(), cancel=token).exec("go", tools=[slow])
@@ -212,7 +214,7 @@ def test_a_server_that_crashes_or_never_answers_fails_at_connect_time(
 
 
 def test_one_connection_serves_every_run_and_a_list_change_shows_at_the_next_run() -> None:
-    with MCPConnection("demo", demo_server()) as demo:
+    with MCPConnection("demo", demo_server(), always_load=True) as demo:
         provider = ScriptedProvider(
             [turn(call("demo__grow", {})), "grown", turn(call("demo__extra", {})), "extra"]
         )
@@ -245,7 +247,12 @@ def test_toolsets_and_the_runtime_closing_its_servers(fake_mcp_server: Any) -> N
 
     provider = ScriptedProvider(["a", "b", "c"])
     with Runtime(
-        provider, registry=registry, mcp_servers=[files.connection(), search.connection()]
+        provider,
+        registry=registry,
+        mcp_servers=[
+            files.connection(always_load=True),
+            search.connection(always_load=True),
+        ],
     ) as runtime:
         runtime.exec("x", toolset="mcp")
         runtime.exec("x", toolset="mcp:search")
@@ -267,7 +274,10 @@ def test_name_collisions_are_errors_naming_both(fake_mcp_server: Any) -> None:
     clash = fake_mcp_server("clash")
     clash.listed({"name": "a.b", "inputSchema": {"type": "object"}})
     clash.listed({"name": "a_b", "inputSchema": {"type": "object"}})
-    with clash.connection() as server, pytest.raises(ValueError) as caught:
+    with (
+        clash.connection(always_load=True) as server,
+        pytest.raises(ValueError) as caught,
+    ):
         Runtime(ScriptedProvider(), registry=Registry()).exec("x", tools=[server])
     assert str(caught.value) == (
         "MCP server 'clash' lists tools 'a.b' and 'a_b', which both become the tool name 'clash__a_b'"
@@ -281,13 +291,22 @@ def test_name_collisions_are_errors_naming_both(fake_mcp_server: Any) -> None:
         """Same name as an MCP tool."""
         return ""
 
-    with files.connection() as server, pytest.raises(ValueError) as caught:
+    with (
+        files.connection(always_load=True) as server,
+        pytest.raises(ValueError) as caught,
+    ):
         Runtime(ScriptedProvider(), registry=Registry()).exec("x", tools=[server, impostor])
     message = str(caught.value)
     assert "two tools are named 'files__read' (tool 'read' of MCP server 'files' and " in message
     assert message.endswith("and <function files__read>); tool names must be unique")
     with pytest.raises(ValueError, match="two MCP servers are named 'files'"):
-        Runtime(ScriptedProvider(), mcp_servers=[files.connection(), files.connection()])
+        Runtime(
+            ScriptedProvider(),
+            mcp_servers=[
+                files.connection(always_load=True),
+                files.connection(always_load=True),
+            ],
+        )
 
 
 def test_hostile_listings_and_results(fake_mcp_server: Any) -> None:
@@ -295,12 +314,12 @@ def test_hostile_listings_and_results(fake_mcp_server: Any) -> None:
         "many", [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(10_000)]
     )
     with (
-        many.connection() as server,
+        many.connection(always_load=True) as server,
         pytest.raises(MCPConnectError, match="more than max_tools=1000"),
     ):
         Runtime(ScriptedProvider(), registry=Registry()).exec("x", tools=[server])
     started = time.monotonic()
-    with many.connection(max_tools=10_000) as server:
+    with many.connection(always_load=True, max_tools=10_000) as server:
         provider = ScriptedProvider(["ok"])
         Runtime(provider, registry=Registry()).exec("x", tools=[server])
     assert len(provider.requests[0].tools) == 10_000
@@ -315,7 +334,7 @@ def test_hostile_listings_and_results(fake_mcp_server: Any) -> None:
     )
     odd.script("fine", "x" * 10_000_000)
     provider = ScriptedProvider([turn(call("odd__fine", {"x": "y"})), "ok"])
-    with odd.connection(max_result_chars=1000) as server:
+    with odd.connection(always_load=True, max_result_chars=1000) as server:
         Runtime(provider, registry=Registry()).exec("x", tools=[server])
         assert [(s.remote_name, s.reason.split(":")[0]) for s in server.skipped] == [
             ("typo", "invalid JSON Schema for tool parameters")
@@ -351,7 +370,7 @@ def test_a_2025_era_list_changed_notification_shows_at_the_next_run() -> None:
 
     server = Server("old", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
     provider = ScriptedProvider([turn(call("old__grow", {})), "grown", "after"])
-    with MCPConnection("old", server, mode="legacy") as old:
+    with MCPConnection("old", server, mode="legacy", always_load=True) as old:
         runtime = Runtime(provider, registry=Registry())
         runtime.exec("grow", tools=[old])
         assert _wait_for(lambda: old._stale)
@@ -380,7 +399,10 @@ def test_without_the_extra_connecting_says_what_to_install() -> None:
 def test_a_ten_megabyte_answer_over_stdio_is_clipped() -> None:
     provider = ScriptedProvider([turn(call("big__flood", {})), "ok"])
     server = MCPConnection(
-        "big", [sys.executable, SERVER_SCRIPT, "big"], connect_timeout_s=SLOW_START_S
+        "big",
+        [sys.executable, SERVER_SCRIPT, "big"],
+        connect_timeout_s=SLOW_START_S,
+        always_load=True,
     )
     with server:
         Runtime(provider, registry=Registry()).exec("flood", tools=[server])
@@ -395,7 +417,9 @@ def test_a_server_that_dies_mid_call_is_an_error_result_and_the_next_run_reconne
     provider = ScriptedProvider(
         [turn(call("calc__die", {})), "died", turn(call("calc__add", {"a": 1, "b": 1})), "two"]
     )
-    server = MCPConnection("calc", [sys.executable, SERVER_SCRIPT], connect_timeout_s=SLOW_START_S)
+    server = MCPConnection(
+        "calc", [sys.executable, SERVER_SCRIPT], connect_timeout_s=SLOW_START_S, always_load=True
+    )
     runtime = Runtime(provider, registry=Registry())
     with server:
         started = time.monotonic()
@@ -407,3 +431,30 @@ def test_a_server_that_dies_mid_call_is_an_error_result_and_the_next_run_reconne
         assert runtime.exec("add", tools=[server]) == "two"
         assert results(provider, 3)[-1].text == "2"
         assert server.connects == 2
+
+
+def test_mcp_tools_are_deferred_by_default_and_tool_search_loads_them() -> None:
+    # upstream: MCP tools are deferred (layer 6) unless the server config says always_load
+    demo = MCPConnection("demo", demo_server())
+    provider = ScriptedProvider(
+        [turn(call("tool_search", {"select": "select:demo__add"})), "loaded", "next"]
+    )
+    runtime = Runtime(provider, registry=Registry(), system_prompt="S")
+    with demo:
+        assert runtime.exec("load add", tools=[demo]) == "loaded"
+        assert provider.requests[0].tool_names == ["tool_search"]
+        assert provider.requests[0].system_prompt == (
+            "S\n\n2 deferred tools are available via tool_search. Their names and schemas are "
+            "not loaded. Use tool_search with descriptive keywords to find a small matching "
+            "set; returned schemas can be called in the same turn."
+        )
+        (found,) = results(provider, 1)
+        assert found.details == {"loaded": ["demo__add"]}
+        assert '"name": "demo__add"' in found.text
+        assert runtime.exec("again", tools=[demo]) == "next"
+        assert provider.requests[2].tool_names == ["demo__add", "tool_search"]
+    always = MCPConnection("demo", demo_server(), always_load=True)
+    plain = ScriptedProvider(["x"])
+    with always:
+        Runtime(plain, registry=Registry()).exec("all", tools=[always])
+    assert plain.requests[0].tool_names == ["demo__add", "demo__grow"]

@@ -53,7 +53,9 @@ def test_user_defined_toolsets_from_decorator_and_api():
     registry = _registry()
     assert _offered(registry, toolset="files") == ["read_file", "write_file"]
     registry.define_toolset("ops", ["send_mail", registry.get("internal_debug")])
-    assert _offered(registry, toolset="ops") == ["send_mail", "internal_debug"]
+    # Exposure (layer 2) applies to every toolset; a caller-supplied menu bypasses it.
+    assert _offered(registry, toolset="ops") == ["send_mail"]
+    assert _offered(registry, tools=[registry.get("internal_debug")]) == ["internal_debug"]
     assert registry.toolset_names() == ["full", "none", "files", "ops"]
 
 

@@ -1,0 +1,158 @@
+"""The gating layers a run's tool menu passes through, read off each tool.
+
+Six layers decide what the model is offered (docs/tools-and-approvals.md has the table):
+
+1. ``available_if`` (at decoration, ``openprogram.registry``): false or raising, the function is
+   never registered;
+2. exposure: ``exposed=False`` keeps a tool out of every menu the registry resolves (a caller
+   may still pass it in ``exec(tools=[...])``: caller-supplied tools bypass exposure);
+   2b. toolsets (presets, with ``includes``) narrow the registry's menu by name;
+3. ``unsafe_for`` by source: a run started with ``tools_source="sms"`` (or several sources, e.g.
+   a channel and ``"plan"`` for plan mode) drops the tools marked unsafe for any of them;
+4. ``check_fn`` / ``requires_env`` / ``can_use``: is the tool runnable here; applied only when
+   the run asks for ``only_available=True``;
+5. ``tools_deny``, then ``tools_allow`` as a ceiling, then the runtime's ``disabled_tools``;
+6. ``defer=True``: on the menu and callable, but its schema stays out of the provider's tool
+   array until ``tool_search`` loads it (``openprogram.tool_search``).
+
+Every layer's default restricts nothing.  All of them only subtract, so their order changes
+the order of nothing and the membership of nothing; it is upstream's order (deny, allow,
+disabled, availability last so that check functions only run for tools still on the menu).
+
+A tool's options are read from an ``AgentTool``'s ``meta`` (what ``@function`` and MCP tools
+set), else from a tool dict's key or a tool object's attribute of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .tools import AgentTool
+
+
+def tool_option(tool: AgentTool, key: str, default: Any = None) -> Any:
+    """Option ``key`` of ``tool``: its ``meta`` entry, else its source's dict key or attribute
+    (``"unsafe_for"``, ``"defer"``, ``"check_fn"``, ...)."""
+    meta = tool.meta
+    if key in meta:
+        return meta[key]
+    source = tool.source
+    if source is None:
+        return default
+    if isinstance(source, dict):
+        return source.get(key, default)
+    return getattr(source, key, default)
+
+
+def unsafe_sources(tool: AgentTool) -> frozenset[str]:
+    """The sources a tool is marked unsafe for (``unsafe_for`` on a ``Function``, in an
+    ``AgentTool``'s ``meta``, a tool dict's ``"unsafe_for"`` key or a tool object's attribute)."""
+    marked = tool_option(tool, "unsafe_for")
+    if not marked:
+        return frozenset()
+    return frozenset([marked] if isinstance(marked, str) else marked)
+
+
+def is_deferred(tool: AgentTool) -> bool:
+    """Layer 6: is the tool's schema held back from the provider until ``tool_search`` loads
+    it.  ``tool_search`` itself never is (it is the only way to load the others)."""
+    return tool.meta.get("defer") is True or (
+        "defer" not in tool.meta and tool_option(tool, "defer") is True
+    )
+
+
+def is_available(tool: AgentTool) -> bool:
+    """Layer 4: ``check_fn()`` true, every ``requires_env`` variable set (non-empty), then
+    ``can_use()`` true.  A check that raises makes the tool unavailable (upstream's rule: a
+    tool that cannot say it is runnable is not offered); one without any check is available."""
+    check = tool_option(tool, "check_fn")
+    if check is not None and not _passes(check):
+        return False
+    required = tool_option(tool, "requires_env")
+    if required:
+        if isinstance(required, str):
+            required = (required,)
+        if not all(os.environ.get(name) for name in required):
+            return False
+    can_use = tool_option(tool, "can_use")
+    return can_use is None or _passes(can_use)
+
+
+def _passes(check: Any) -> bool:
+    try:
+        return bool(check())
+    except Exception:
+        return False
+
+
+def check_sources(source: str | Sequence[str] | None) -> frozenset[str]:
+    """``tools_source`` as a set: one source, or several (a channel and plan mode compose)."""
+    if source is None:
+        return frozenset()
+    if isinstance(source, str):
+        return frozenset((source,))
+    if not isinstance(source, Sequence | set | frozenset):
+        raise TypeError(f"tools_source must be a source name or a list of them, got {source!r}")
+    sources = frozenset(source)
+    bad = [s for s in sources if not isinstance(s, str)]
+    if bad:
+        raise TypeError(f"tools_source must list source names (strings), got {bad[0]!r}")
+    return sources
+
+
+def names(value: Iterable[str], what: str) -> frozenset[str]:
+    """A list of tool names as a set; a single string or a non-string entry is a ``TypeError``
+    naming the option (``what``)."""
+    if isinstance(value, str):
+        raise TypeError(f"{what} takes a list of tool names, not a single string")
+    try:
+        out = frozenset(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of tool names, got {value!r}") from None
+    bad = [n for n in out if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"{what} must list tool names (strings), got {bad[0]!r}")
+    return out
+
+
+def trim_tools(
+    tools: Sequence[AgentTool],
+    *,
+    source: str | Sequence[str] | None = None,
+    allow: Iterable[str] | None = None,
+    deny: Iterable[str] | None = None,
+    disabled: Iterable[str] | None = None,
+    only_available: bool = False,
+) -> list[AgentTool]:
+    """Layers 3 to 5 on a resolved menu: ``source`` (one or several), then ``deny``, then
+    ``allow`` (an intersection: names it lists that are not on the menu are simply absent),
+    then ``disabled``, then, with ``only_available``, the availability checks."""
+    out = list(tools)
+    sources = check_sources(source)
+    if sources:
+        out = [t for t in out if not (sources & unsafe_sources(t))]
+    if deny is not None:
+        denied = names(deny, "tools_deny")
+        out = [t for t in out if t.name not in denied]
+    if allow is not None:
+        allowed = names(allow, "tools_allow")
+        out = [t for t in out if t.name in allowed]
+    if disabled:
+        off = names(disabled, "disabled_tools")
+        out = [t for t in out if t.name not in off]
+    if only_available:
+        out = [t for t in out if is_available(t)]
+    return out
+
+
+__all__ = [
+    "check_sources",
+    "is_available",
+    "is_deferred",
+    "names",
+    "tool_option",
+    "trim_tools",
+    "unsafe_sources",
+]
