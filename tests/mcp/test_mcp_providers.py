@@ -58,7 +58,7 @@ def live_notes() -> MCPServer:
 def _run(api: str, emu: ProviderEmulator, server: Any) -> str:
     emu.add(turn(call("notes__search", {"query": "mcp"})), "One note found.")
     runtime = Runtime(ADAPTERS[api](emu), "m", registry=Registry())
-    with MCPConnection("notes", server) as notes:
+    with MCPConnection("notes", server, always_load=True) as notes:
         return str(runtime.exec("Find my notes about mcp", tools=[notes]))
 
 

@@ -55,12 +55,14 @@ def ask(runtime: Runtime, question: str) -> str:
 
 def forecast_service(server: object = None) -> MCPConnection:
     """The connection to the forecast service: the real server in-process unless another is
-    given (a fake, a URL, a command).  Its tools are offered as ``forecast__{tool}``."""
+    given (a fake, a URL, a command).  Its tools are offered as ``forecast__{tool}``, their
+    schemas sent with every request (``always_load``: the agent needs its one tool on most
+    questions, so deferring it behind ``tool_search`` would cost a model call)."""
     if server is None:
         from .forecast_server import server as real
 
         server = real
-    return MCPConnection("forecast", server, call_timeout_s=10)
+    return MCPConnection("forecast", server, call_timeout_s=10, always_load=True)
 
 
 def plan(runtime: Runtime, question: str, forecast: MCPConnection) -> str:
