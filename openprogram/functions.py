@@ -38,6 +38,11 @@ INJECTED_PARAMETERS = frozenset({"runtime", "on_update", "cancel", "tool_call_id
 
 _LOOP_EXTRAS = ("tool_call_id", "cancel", "on_update")
 
+gating_epoch = [0]
+"""Bumped whenever a ``Function``'s ``exposed`` or ``defer`` changes after decoration: the
+registries' menu caches are keyed by it (and by their own generation), so a change is seen by
+the next run without every run re-reading every function."""
+
 current_runtime: ContextVar[Any] = ContextVar("openprogramcurrent_runtime", default=None)
 """The ``Runtime`` whose ``exec`` is running the current tool (set by ``openprogram.runtime``);
 read when an ``@agentic_function`` that declares ``runtime`` is executed as a tool."""
@@ -107,7 +112,7 @@ class Function:
         if not isinstance(derived, str) or not derived:
             raise TypeError(f"cannot derive a tool name for {fn!r}: pass name=")
         self.name: str = derived
-        self.exposed = bool(exposed)
+        self._exposed = bool(exposed)
         self.unsafe_for = frozenset(unsafe_for)
         self.toolsets = tuple(toolsets)
         self.requires_approval = check_requirement(requires_approval, self.name)
@@ -117,7 +122,7 @@ class Function:
         if bad_env:
             raise TypeError(f"requires_env= must list variable names, got {bad_env[0]!r}")
         self.can_use = can_use
-        self.defer = bool(defer)
+        self._defer = bool(defer)
         self.search_hint = search_hint
         self.agentic = agentic
         self.is_async = is_async_callable(fn)
@@ -195,13 +200,38 @@ class Function:
                 )
             return self._agent_tool
 
+    @property
+    def exposed(self) -> bool:
+        """Offered by registry menus (gating layer 2).  Setting it takes effect at the next
+        run that resolves a menu (registries cache their menus per ``gating_epoch``)."""
+        return self._exposed
+
+    @exposed.setter
+    def exposed(self, value: bool) -> None:
+        with self._lock:
+            self._exposed = bool(value)
+            if self._agent_tool is not None:
+                self._agent_tool.meta["exposed"] = self._exposed
+            gating_epoch[0] += 1
+
+    @property
+    def defer(self) -> bool:
+        """Schema held back until ``tool_search`` loads it (gating layer 6); settable, like
+        ``exposed``."""
+        return self._defer
+
+    @defer.setter
+    def defer(self, value: bool) -> None:
+        self.set_defer(value)
+
     def set_defer(self, defer: bool) -> None:
         """Mark the tool deferred (or not) after decoration: the next run that resolves it
         reads the new flag (``Registry.apply_default_deferral`` uses this)."""
         with self._lock:
-            self.defer = bool(defer)
+            self._defer = bool(defer)
             if self._agent_tool is not None:
-                self._agent_tool.meta["defer"] = self.defer
+                self._agent_tool.meta["defer"] = self._defer
+            gating_epoch[0] += 1
 
     def _meta(self) -> dict[str, Any]:
         """What the gating layers read off the tool (``openprogram.gating``): only the options
@@ -212,12 +242,12 @@ class Function:
             "requires_approval": self.requires_approval,
             "defer": self.defer,
         }
-        if self.check_fn is not None:
+        if self.check_fn is not None or self.requires_env or self.can_use is not None:
             meta["check_fn"] = self.check_fn
-        if self.requires_env:
             meta["requires_env"] = self.requires_env
-        if self.can_use is not None:
             meta["can_use"] = self.can_use
+        # the three together, read by ``gating.is_available`` in one lookup
+        meta["available"] = (self.check_fn, self.requires_env, self.can_use)
         if self.search_hint is not None:
             meta["search_hint"] = self.search_hint
         return meta

@@ -49,7 +49,11 @@ def tool_option(tool: AgentTool, key: str, default: Any = None) -> Any:
 def unsafe_sources(tool: AgentTool) -> frozenset[str]:
     """The sources a tool is marked unsafe for (``unsafe_for`` on a ``Function``, in an
     ``AgentTool``'s ``meta``, a tool dict's ``"unsafe_for"`` key or a tool object's attribute)."""
-    marked = tool_option(tool, "unsafe_for")
+    marked = tool.meta.get("unsafe_for")
+    if type(marked) is frozenset:  # a ``Function``'s, already a set
+        return marked
+    if marked is None:
+        marked = tool_option(tool, "unsafe_for")
     if not marked:
         return frozenset()
     return frozenset([marked] if isinstance(marked, str) else marked)
@@ -67,16 +71,22 @@ def is_available(tool: AgentTool) -> bool:
     """Layer 4: ``check_fn()`` true, every ``requires_env`` variable set (non-empty), then
     ``can_use()`` true.  A check that raises makes the tool unavailable (upstream's rule: a
     tool that cannot say it is runnable is not offered); one without any check is available."""
-    check = tool_option(tool, "check_fn")
+    meta = tool.meta
+    if "available" in meta:  # a ``Function``'s: ``(check_fn, requires_env, can_use)``
+        check, required, can_use = meta["available"]
+    else:
+        check = tool_option(tool, "check_fn")
+        required = tool_option(tool, "requires_env")
+        can_use = tool_option(tool, "can_use")
     if check is not None and not _passes(check):
         return False
-    required = tool_option(tool, "requires_env")
     if required:
         if isinstance(required, str):
             required = (required,)
-        if not all(os.environ.get(name) for name in required):
-            return False
-    can_use = tool_option(tool, "can_use")
+        environ = os.environ
+        for name in required:
+            if not environ.get(name):
+                return False
     return can_use is None or _passes(can_use)
 
 
@@ -125,26 +135,47 @@ def trim_tools(
     deny: Iterable[str] | None = None,
     disabled: Iterable[str] | None = None,
     only_available: bool = False,
-) -> list[AgentTool]:
+) -> Sequence[AgentTool]:
     """Layers 3 to 5 on a resolved menu: ``source`` (one or several), then ``deny``, then
     ``allow`` (an intersection: names it lists that are not on the menu are simply absent),
-    then ``disabled``, then, with ``only_available``, the availability checks."""
-    out = list(tools)
+    then ``disabled``, then, with ``only_available``, the availability checks.
+
+    The name layers of a menu offered again (the same tuple: a registry's cached menu) with the
+    same settings are computed once; the availability checks run every time (a check may answer
+    differently from one run to the next), and when every tool passes, the cached tuple comes
+    back as it is."""
     sources = check_sources(source)
-    if sources:
-        out = [t for t in out if not (sources & unsafe_sources(t))]
-    if deny is not None:
-        denied = names(deny, "tools_deny")
-        out = [t for t in out if t.name not in denied]
-    if allow is not None:
-        allowed = names(allow, "tools_allow")
-        out = [t for t in out if t.name in allowed]
-    if disabled:
-        off = names(disabled, "disabled_tools")
-        out = [t for t in out if t.name not in off]
-    if only_available:
-        out = [t for t in out if is_available(t)]
-    return out
+    denied = names(deny, "tools_deny") if deny is not None else None
+    allowed = names(allow, "tools_allow") if allow is not None else None
+    off = names(disabled, "disabled_tools") if disabled else None
+    key = (id(tools), sources, denied, allowed, off)
+    hit = _TRIMMED.get(key) if type(tools) is tuple else None
+    if hit is not None and hit[0] is tools:
+        kept = hit[1]
+    else:
+        out = list(tools)
+        if sources:
+            out = [t for t in out if not (sources & unsafe_sources(t))]
+        if denied is not None:
+            out = [t for t in out if t.spec.name not in denied]
+        if allowed is not None:
+            out = [t for t in out if t.spec.name in allowed]
+        if off is not None:
+            out = [t for t in out if t.spec.name not in off]
+        kept = tuple(out)
+        if type(tools) is tuple:
+            if len(_TRIMMED) > 256:
+                _TRIMMED.clear()
+            _TRIMMED[key] = (tools, kept)
+    if not only_available:
+        return kept
+    available = [t for t in kept if is_available(t)]
+    return kept if len(available) == len(kept) else available
+
+
+_TRIMMED: dict[tuple[Any, ...], tuple[tuple[AgentTool, ...], tuple[AgentTool, ...]]] = {}
+"""``(id(menu), settings) → (menu, trimmed)``; the entry holds the menu, so its id is not
+reused while cached."""
 
 
 __all__ = [

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack, overload
 
-from .functions import Function
+from .functions import Function, gating_epoch
 from .gating import trim_tools, unsafe_sources
 from .tools import AgentTool, as_agent_tool, normalize_tools
 
@@ -39,6 +39,8 @@ class Registry:
         self._toolsets: dict[str, list[str]] = {}
         self._includes: dict[str, list[str]] = {}
         self._lock = threading.Lock()
+        self._generation = 0
+        self._menus: dict[str, tuple[int, int, tuple[AgentTool, ...]]] = {}
         self.unavailable: set[str] = set()
         """Names whose ``available_if`` was false (or raised) at decoration: never registered
         (layer 1).  A toolset that lists one simply goes without it, as upstream's does."""
@@ -53,6 +55,7 @@ class Registry:
             self._functions.pop(fn.name, None)  # re-registration moves it to the end
             self._functions[fn.name] = fn
             self.unavailable.discard(fn.name)
+            self._generation += 1
             for toolset in fn.toolsets:
                 _check_toolset_name(toolset)
                 members = self._toolsets.setdefault(toolset, [])
@@ -64,6 +67,7 @@ class Registry:
         with self._lock:
             if self._functions.pop(name, None) is None:
                 raise KeyError(f"no registered tool named {name!r}")
+            self._generation += 1
 
     def get(self, name: str) -> Function:
         try:
@@ -141,11 +145,34 @@ class Registry:
                 self._includes[name] = included
             else:
                 self._includes.pop(name, None)
+            self._generation += 1
 
     def toolset_names(self) -> list[str]:
         """Every toolset name that ``toolset(...)`` accepts."""
         with self._lock:
             return [*BUILTIN_TOOLSETS, *sorted(self._toolsets)]
+
+    def mark_unavailable(self, name: str) -> None:
+        """Record that ``name``'s ``available_if`` was false (layer 1)."""
+        with self._lock:
+            self.unavailable.add(name)
+            self._generation += 1
+
+    def toolset_tools(self, name: str) -> tuple[AgentTool, ...]:
+        """``toolset(name)`` as the loop's tools, cached until the registry or a function's
+        ``exposed``/``defer`` changes: a run resolves its menu in the time of a dict lookup
+        however many tools are registered (the same tuple each time, which
+        ``openprogram.tool_search.offer`` caches its split by)."""
+        epoch = gating_epoch[0]
+        cached = self._menus.get(name)
+        if cached is not None and cached[0] == self._generation and cached[1] == epoch:
+            return cached[2]
+        generation = self._generation
+        tools = tuple(f.to_agent_tool() for f in self.toolset(name))
+        if len(self._menus) > 256:
+            self._menus.clear()
+        self._menus[name] = (generation, epoch, tools)
+        return tools
 
     def toolset(self, name: str) -> list[Function]:
         """The exposed functions of toolset ``name`` (its ``includes`` first); an unknown name
@@ -259,7 +286,7 @@ def resolve_menu(
     deny: Iterable[str] | None = None,
     disabled: Iterable[str] = (),
     only_available: bool = False,
-) -> list[AgentTool]:
+) -> Sequence[AgentTool]:
     """A run's menu through gating layers 2 to 5 (``openprogram.gating``).
 
     ``tools=`` (caller-supplied: it bypasses exposure and the ``disabled`` list, upstream's
@@ -270,20 +297,21 @@ def resolve_menu(
     if tools is not None and toolset is not None:
         raise ValueError("pass tools= or toolset=, not both")
     off: Iterable[str] = ()
+    menu: Sequence[AgentTool]
     if tools is not None:
-        menu = agent_tools(tools)
+        menu = normalize_tools(agent_tools(tools))  # names checked unique
     elif toolset is not None:
         if not isinstance(toolset, str):
             raise TypeError(f"toolset= takes a toolset name, got {toolset!r}")
-        menu = [f.to_agent_tool() for f in registry.toolset(toolset)]
+        menu = registry.toolset_tools(toolset)  # unique names: the registry is keyed by them
         off = disabled
     elif inherited is not None:
-        menu = list(inherited)
+        menu = inherited  # gated and checked by the run that made it
     else:
-        menu = [f.to_agent_tool() for f in registry.toolset("full")]
+        menu = registry.toolset_tools("full")
         off = disabled
     if source is not None or allow is not None or deny is not None or off or only_available:
-        menu = trim_tools(
+        return trim_tools(
             menu,
             source=source,
             allow=allow,
@@ -291,8 +319,7 @@ def resolve_menu(
             disabled=off,
             only_available=only_available,
         )
-    # (the entries are ``AgentTool``s already and come back as they are)
-    return normalize_tools(menu)
+    return menu
 
 
 default_registry = Registry()
@@ -396,7 +423,7 @@ def _decorate(fn: Callable[..., Any] | None, options: dict[str, Any], *, agentic
             # back so ``x = function(...)(impl)`` callers still hold a callable.
             name = options.get("name") or getattr(target, "__name__", None)
             if isinstance(name, str):
-                registry.unavailable.add(name)
+                registry.mark_unavailable(name)
             return target
         kwargs = {k: v for k, v in options.items() if k not in ("registry", "available_if")}
         wrapped = Function(target, agentic=agentic, **kwargs)

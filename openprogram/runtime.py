@@ -650,7 +650,7 @@ class Runtime(ServerOwner):
         allow: Sequence[str] | None,
         deny: Sequence[str] | None,
         only_available: bool,
-    ) -> list[AgentTool]:
+    ) -> Sequence[AgentTool]:
         return resolve_menu(
             self.registry,
             tools,

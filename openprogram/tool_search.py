@@ -133,9 +133,10 @@ class LoadedTools:
             self._names.clear()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Offer:
-    """What one run offers, decided once when it starts.
+    """What one run offers, decided once when it starts (read it, do not change it: the lists
+    of a registry menu are shared by every run that offers the same menu).
 
     - ``tools``: every tool the run can call (its menu, plus ``tool_search`` when the menu has
       deferred tools);
@@ -153,39 +154,80 @@ class Offer:
     @property
     def split(self) -> bool:
         """Whether the array differs from the menu (some tool is deferred)."""
-        return len(self.specs) != len(self.tools) or bool(self.deferred)
+        return bool(self.deferred) or len(self.specs) != len(self.tools)
+
+
+class _Split:
+    """A menu's deferral, computed once per menu object: which tools are deferred, and the
+    provider array for each set of them already loaded."""
+
+    __slots__ = ("all_specs", "arrays", "deferred", "menu")
+
+    def __init__(self, menu: Sequence[AgentTool]) -> None:
+        self.menu = menu
+        self.deferred = frozenset(t.name for t in menu if is_deferred(t))
+        self.all_specs = [t.spec for t in menu]
+        self.arrays: dict[frozenset[str], tuple[list[ToolSpec], tuple[str, ...]]] = {}
+        if self.deferred and any(t.name == TOOL_SEARCH for t in menu):
+            raise ValueError(
+                f"the menu has deferred tools and a tool of its own named {TOOL_SEARCH!r}: the "
+                "runtime's tool_search loads deferred tools under that name; rename yours"
+            )
+
+    def array(self, loaded: frozenset[str]) -> tuple[list[ToolSpec], tuple[str, ...]]:
+        """``(provider array, deferred names left out)`` with ``loaded`` already loaded."""
+        hit = self.arrays.get(loaded)
+        if hit is not None:
+            return hit
+        specs: list[ToolSpec] = []
+        left_out: list[str] = []
+        deferred = self.deferred
+        for tool in self.menu:
+            name = tool.name
+            if name in deferred and name not in loaded:
+                left_out.append(name)
+            else:
+                specs.append(tool.spec)
+        specs.append(TOOL_SEARCH_SPEC)
+        out = (specs, tuple(left_out))
+        if len(self.arrays) > 64:
+            self.arrays.clear()
+        self.arrays[loaded] = out
+        return out
+
+
+_SPLITS: dict[int, _Split] = {}
+"""``id(menu) → _Split`` for menus that are tuples (a registry's cached menus, an inherited
+menu): the entry holds the menu, so its id is not reused while cached."""
+
+
+def _split_of(menu: Sequence[AgentTool]) -> _Split:
+    if type(menu) is tuple:
+        hit = _SPLITS.get(id(menu))
+        if hit is not None and hit.menu is menu:
+            return hit
+        split = _Split(menu)
+        if len(_SPLITS) > 256:
+            _SPLITS.clear()
+        _SPLITS[id(menu)] = split
+        return split
+    return _Split(menu)
 
 
 def offer(menu: Sequence[AgentTool], loaded: LoadedTools | None) -> Offer:
     """Split a gated menu into the run's callable tools and its frozen provider array.
 
-    A menu with no deferred tool comes back as it is (no ``tool_search``, no catalog): the
-    common case costs one pass over the menu."""
-    deferred_tools = [t for t in menu if is_deferred(t)]
-    if not deferred_tools:
-        return Offer(list(menu), [t.spec for t in menu])
-    if any(t.name == TOOL_SEARCH for t in menu):
-        raise ValueError(
-            f"the menu has deferred tools and a tool of its own named {TOOL_SEARCH!r}: the "
-            "runtime's tool_search loads deferred tools under that name; rename yours"
-        )
+    A menu with no deferred tool comes back as it is (no ``tool_search``, no catalog).  The
+    split of a menu offered again (the same tuple: a registry's cached menu) is reused, so a
+    registry of hundreds of deferred tools costs a run a few dictionary lookups."""
+    split = _split_of(menu)
+    if not split.deferred:
+        return Offer(list(menu), split.all_specs)
     state = loaded if loaded is not None else LoadedTools()
-    frozen = state.snapshot()
-    specs: list[ToolSpec] = []
-    left_out: list[str] = []
-    for tool in menu:
-        if tool.name in frozen or not is_deferred(tool):
-            specs.append(tool.spec)
-        else:
-            left_out.append(tool.name)
+    frozen = state.snapshot() & split.deferred
+    specs, left_out = split.array(frozen)
     search = tool_search_tool(menu, state)
-    specs.append(search.spec)
-    return Offer(
-        [*menu, search],
-        specs,
-        tuple(left_out),
-        catalog_text(len(left_out)),
-    )
+    return Offer([*menu, search], specs, left_out, catalog_text(len(left_out)))
 
 
 def with_catalog(system_prompt: str | None, catalog: str) -> str | None:
@@ -200,12 +242,15 @@ def with_catalog(system_prompt: str | None, catalog: str) -> str | None:
 
 def tool_search_tool(menu: Sequence[AgentTool], loaded: LoadedTools) -> AgentTool:
     """``tool_search`` for one run: it searches ``menu`` (the run's gated menu) and records
-    what it loads in ``loaded``."""
-    by_name = {t.name: t for t in menu}
+    what it loads in ``loaded``.  The index by name is built at the first search, not for
+    every run."""
+    index: list[dict[str, AgentTool]] = []
 
     def execute(arguments: dict[str, Any]) -> ToolResult:
+        if not index:
+            index.append({t.name: t for t in menu})
         select, max_results = _arguments(arguments)
-        text, names = search(select, by_name, loaded, max_results=max_results)
+        text, names = search(select, index[0], loaded, max_results=max_results)
         return ToolResult(
             content=text,
             details={"loaded": names},

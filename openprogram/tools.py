@@ -466,7 +466,9 @@ def normalize_tools(tools: Sequence[Any] | None) -> list[AgentTool]:
     them apart)."""
     if not tools:
         return []
-    out = [_offered_dict_tool(t) or as_agent_tool(t) for t in tools]
+    out = [
+        t if type(t) is AgentTool else (_offered_dict_tool(t) or as_agent_tool(t)) for t in tools
+    ]
     names = {t.spec.name for t in out}
     if len(names) < len(out):
         seen: dict[str, AgentTool] = {}

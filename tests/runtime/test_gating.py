@@ -45,7 +45,7 @@ def test_every_default_restricts_nothing():
     assert is_available(tool)
     assert tool.meta["defer"] is False
     assert _offered(registry) == ["a", "b"]
-    assert trim_tools([tool]) == [tool]
+    assert list(trim_tools([tool])) == [tool]
 
 
 # -- layer 1 ------------------------------------------------------------------------------------
