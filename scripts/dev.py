@@ -6,6 +6,7 @@
     python3 scripts/dev.py setup   # install only
     python3 scripts/dev.py lock    # refresh requirements/dev.txt to today's newest releases
     python3 scripts/dev.py deps    # the dependency tests on the newest and the lowest releases
+    python3 scripts/dev.py phoenix # a real Phoenix receives a nested run's spans (not in CI)
 
 ``run`` writes the HTML report of the scenarios' runs (with their loop-behaviour coverage) to
 ``build/report/scenarios.html`` and prints its path.
@@ -21,6 +22,11 @@ installs the newest releases and the lowest ones the ranges allow (``uv pip inst
 lowest-direct``; once with ``[dev]``, once with ``[providers,testing]`` alone so that the SDKs'
 own floors are reached) and runs the tests that touch a dependency.  ``deps --record`` writes the
 versions and results into docs/development.md.  ``deps lowest-core`` runs one of the three.
+
+``phoenix`` installs ``arize-phoenix`` (heavy: a server, a database, a UI) with this project in a
+throwaway virtualenv and runs ``scripts/phoenix_check.py`` there: a real Phoenix receives a
+nested, steered scenario's runs as OpenTelemetry spans and the check reads them back through
+Phoenix's client.  ``phoenix --screenshot docs/img/phoenix-trace.png`` also pictures the trace.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ REPORT = ROOT / "build" / "report" / "scenarios.html"
 LOCK = ROOT / "requirements" / "dev.txt"
 TOOLS = ROOT / "requirements" / "tools.in"
 DEVDOC = ROOT / "docs" / "development.md"
-JOBS = ("run", "test", "setup", "lock", "deps")
+JOBS = ("run", "test", "setup", "lock", "deps", "phoenix")
 INSTALL_RECIPE = "2"  # bump when ensure_env installs differently: the stamp then changes too
 
 
@@ -277,6 +283,8 @@ def main(argv: list[str]) -> int:
         return lock()
     if job == "deps":  # its own virtualenvs; only uv is needed from .venv
         return deps(rest)
+    if job == "phoenix":  # its own virtualenv too
+        return phoenix(rest)
     ensure_env()
     if job == "setup":
         return 0
@@ -295,6 +303,26 @@ def main(argv: list[str]) -> int:
     )
     cmd = [str(PY), "-m", "pytest", "-q", *workers, *rest]
     return subprocess.call(cmd, cwd=ROOT)
+
+
+PHOENIX = ["arize-phoenix", "arize-phoenix-client"]
+"""What ``phoenix`` installs beside the project (newest releases: the lock does not hold them)."""
+
+
+def phoenix(argv: list[str]) -> int:
+    """A real Phoenix, in a throwaway virtualenv, receives a nested run's spans (see the top)."""
+    uv = ensure_uv()
+    with tempfile.TemporaryDirectory(prefix="openprogram-phoenix-") as tmp:
+        where = Path(tmp) / "venv"
+        subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(where)], check=True)
+        py = where / ("Scripts" if os.name == "nt" else "bin") / "python"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_CONSTRAINT"))}
+        print("installing arize-phoenix and openprogram-loop[otlp,testing] ...", flush=True)
+        install = [uv, "pip", "install", "-q", "--python", str(py), f"{ROOT}[otlp,testing]"]
+        if subprocess.call([*install, *PHOENIX], cwd=ROOT, env=env) != 0:
+            return 1
+        check = [str(py), str(ROOT / "scripts" / "phoenix_check.py"), *argv]
+        return subprocess.call(check, cwd=ROOT, env=env)
 
 
 def run_options() -> list[str]:
