@@ -115,10 +115,19 @@ def ensure_uv() -> str:
 
 # -- deps: the ranges in pyproject.toml, at their newest and their lowest ----------------------
 
-DEPS_TESTS = ["tests/providers", "tests/emulator", "tests/cassettes", "tests/harness"]
+DEPS_TESTS = [
+    "tests/providers",
+    "tests/emulator",
+    "tests/cassettes",
+    "tests/harness",
+    "tests/runtime/test_telemetry.py",
+    "tests/scenarios/test_spans_agree.py",
+]
 """The tests that touch a dependency: the adapters on the SDKs, the emulator driven by the SDKs,
 the cassettes (vcrpy, the SDKs' transports), the pytest plugin (pytest, pytest-asyncio, syrupy,
-typer's CLI); tests/frameworks is added where the frameworks extra is installed."""
+typer's CLI), the runs as OpenTelemetry spans (the API, the conventions' names, the SDK; skipped
+where the otlp extra is not installed); tests/frameworks is added where the frameworks extra is
+installed."""
 
 
 @dataclass(frozen=True)
