@@ -49,6 +49,7 @@ from .events import (
     AgentEvent,
     MessageEnd,
     MessageStart,
+    ToolApprovalEnd,
     ToolExecutionEnd,
     ToolExecutionStart,
 )
@@ -86,6 +87,8 @@ RUN_UNDELIVERED = "openprogram.run.undelivered"
 TOOL_CALL_SKIPPED = "openprogram.tool_call.skipped"
 MESSAGE_TEXT = "openprogram.message.text"
 STEERING_EVENT = "openprogram.steering"
+APPROVAL_EVENT = "openprogram.approval"
+APPROVAL_OUTCOME = "openprogram.approval.outcome"
 FOLLOW_UP_EVENT = "openprogram.follow_up"
 
 FINISH_REASONS = {
@@ -326,6 +329,8 @@ class _RunSpans:
                         open_span = token = None
                 elif kind is AgentEnd:
                     self._end_run(event)  # type: ignore[arg-type]
+                elif kind is ToolApprovalEnd and open_span is not None:
+                    self._approval(open_span, event)  # type: ignore[arg-type]
                 yield event
         except BaseException as exc:
             failure = exc
@@ -451,6 +456,11 @@ class _RunSpans:
             attributes=attributes,
         )
 
+    def _approval(self, span: Any, event: ToolApprovalEnd) -> None:
+        """The approval gate's decision, as an event of the call's span (``outcome``: the
+        loop's typed outcome; a refused call's error result says the rest)."""
+        span.add_event(APPROVAL_EVENT, {APPROVAL_OUTCOME: event.outcome})
+
     def _end_tool(self, span: Any, event: ToolExecutionEnd) -> None:
         result = event.result
         if result.skipped:
@@ -566,6 +576,7 @@ def _output(message: AssistantMessage) -> dict[str, Any]:
 
 
 __all__ = [
+    "APPROVAL_EVENT",
     "CAPTURE_CONTENT_ENV",
     "FOLLOW_UP_EVENT",
     "RUN_TERMINATION",

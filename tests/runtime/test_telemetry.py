@@ -268,3 +268,26 @@ def test_the_provider_is_named_as_the_convention_names_it() -> None:
     assert provider_name(SimpleNamespace(api="openai-responses")) == "openai"
     assert provider_name(SimpleNamespace(api="google-gemini")) == "gcp.gen_ai"
     assert provider_name(ScriptedProvider([])) == "scripted"  # a custom value, as it names itself
+
+
+def test_an_approval_decision_is_an_event_of_the_calls_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from openprogram import Deny
+
+    registry = Registry()
+
+    @function(registry=registry, requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    provider = ScriptedProvider([turn(call("delete", {"path": "/tmp/a"})), "done"])
+    runtime = Runtime(provider, "m", registry=registry, approval_gate=lambda r: Deny("no"))
+    assert runtime.exec("clean up", tools=[delete]) == "done"
+    tool = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool delete")
+    assert [(e.name, dict(e.attributes or {})) for e in tool.events] == [
+        ("openprogram.approval", {"openprogram.approval.outcome": "denied"}),
+        ("exception", {"exception.message": tool.events[1].attributes["exception.message"]}),  # type: ignore[index]
+    ]
+    assert tool.status.status_code is StatusCode.ERROR  # the call did not run: an error result
