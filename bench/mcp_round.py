@@ -159,9 +159,11 @@ def _measure(cfg: Settings) -> dict[str, Any]:
     python_add = function(add)
     fake = _fake_server(counter)
     server = _mcp_server(counter)
+    # always_load: the tool is offered outright, as the Python tool is (MCP tools are otherwise
+    # deferred behind tool_search, which would add a model call to every run)
     with (
-        MCPConnection("calc", fake) as to_fake,
-        MCPConnection("calc", server) as to_server,
+        MCPConnection("calc", fake, always_load=True) as to_fake,
+        MCPConnection("calc", server, always_load=True) as to_server,
     ):
         runs: dict[str, Callable[[], list[float]]] = {
             ROWS[0]: lambda: _loop_samples(_Loop(ROWS[0], python_add, counter, "add"), cfg),
