@@ -19,10 +19,12 @@ from functools import partial
 from typing import Any, TypeAlias
 
 from ._sync import run_in_daemon_thread
+from .approvals import active_gate, gated_tools
 from .cancel import CancelToken
-from .config import AgentContext, LoopConfig
+from .config import AgentContext, LoopConfig, effective_cap
 from .events import AgentEvent, ToolExecutionUpdate
 from .providers.base import Context, StreamOptions, error_text
+from .runs import wants_poll_point
 from .texts import CANCELLED_TEXT, timed_out_text, tool_not_found_text, unserialisable_text
 from .tools import (
     AgentTool,
@@ -31,22 +33,44 @@ from .tools import (
     make_result,
     validation_failed_text,
 )
-from .types import Message, ToolCall, ToolResultMessage, UserMessage
+from .types import (
+    FailedTermination,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    failure_termination,
+)
 
 
 class RunState:
-    """Mutable state of one run, shared by the loop and its helpers (``prepare``, ``invoke``)."""
+    """Mutable state of one run of the loop, shared by the loop's phases and the per-call
+    helpers (``prepare``, ``invoke``): the history, the counters, and what is decided once per
+    run (the round cap, how the sources are polled).  ``stopped`` says that the current batch
+    was stopped (a tool aborted, the cancel token fired, a steering source raised) and how the
+    run then ends."""
 
     __slots__ = (
-        "aborted",
+        "cancel",
+        "cap",
         "config",
         "context",
-        "failed",
+        "executed_calls",
+        "follow_up_point",
+        "follow_up_source",
+        "gate",
+        "gated",
+        "info",
         "new_messages",
         "options",
         "provider_context",
         "reraise",
+        "rounds",
+        "skip_mode",
         "steering",
+        "steering_point",
+        "steering_source",
+        "stopped",
         "tools",
     )
 
@@ -71,9 +95,24 @@ class RunState:
         )
         self.new_messages: list[Message] = []
         self.steering: list[UserMessage] = []
-        self.aborted = False
-        self.failed = False  # a steering source raised an Exception: the run ends "error"
+        self.stopped: FailedTermination | None = None
         self.reraise: BaseException | None = None
+        self.cancel = config.cancel
+        self.info = config.run_info
+        self.cap = effective_cap(config.max_iterations)
+        self.skip_mode = config.steering_mode == "skip"
+        self.rounds = 0  # rounds started (model calls asked for), follow-up rounds included
+        self.executed_calls = 0
+        self.steering_source = config.get_steering_messages
+        self.follow_up_source = config.get_follow_up_messages
+        # Decided once per run: a source without a parameter is called bare (no PollPoint).
+        self.steering_point = wants_poll_point(self.steering_source)
+        self.follow_up_point = wants_poll_point(self.follow_up_source)
+        # Tools that may require approval (``None``: none does, nothing is checked per call),
+        # and their gate: an enclosing ``Runtime.override(approval_gate=...)``'s, else the
+        # config's.
+        self.gated = gated_tools(tools)
+        self.gate = active_gate(config.approval_gate) if self.gated is not None else None
 
     def append(self, message: Message) -> None:
         self.context.messages.append(message)
@@ -152,13 +191,11 @@ def prepare(run: RunState, call: ToolCall) -> Prepared:
 
 
 def source_failed(run: RunState, exc: BaseException) -> None:
-    """A steering source raised inside a batch: close the batch as on abort; the run ends
-    ``error`` (``aborted`` for a ``BaseException``) and re-raises after ``agent_end``."""
-    run.aborted = True
-    if isinstance(exc, asyncio.CancelledError):
-        return
-    run.failed = isinstance(exc, Exception)
-    if run.reraise is None:
+    """A steering source raised inside a batch: close the batch as on abort; the run ends as
+    ``failure_termination`` says and re-raises after ``agent_end`` (cancellation is not
+    re-raised: the run just ends ``aborted``)."""
+    run.stopped = failure_termination(exc)
+    if not isinstance(exc, asyncio.CancelledError) and run.reraise is None:
         run.reraise = exc
 
 
@@ -177,7 +214,8 @@ def raised_result(run: RunState, call: ToolCall, exc: BaseException) -> ToolResu
 def abort_call(run: RunState, call: ToolCall, exc: BaseException) -> ToolResultMessage:
     """A ``BaseException`` from a tool: the run ends ``aborted``; non-cancellation ones
     (``KeyboardInterrupt``, ``SystemExit``) are re-raised after ``agent_end``."""
-    run.aborted = True
+    if run.stopped is None:
+        run.stopped = "aborted"
     if not isinstance(exc, asyncio.CancelledError) and run.reraise is None:
         run.reraise = exc
     return error_result(call.id, call.name, CANCELLED_TEXT)

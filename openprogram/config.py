@@ -6,18 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
-from .approvals import ApprovalGate
+from .approvals import ApprovalGate, check_timeout
 from .cancel import CancelToken
 from .providers.base import Provider, ToolChoice
-from .runs import MessageSource, RunInfo
+from .runs import STEERING_MODES, MessageSource, RunInfo, SteeringMode, check_steering_mode
 from .types import Message, ToolSpec
 
 MAX_INNER_ITERATIONS = 50
 """Hard cap on model calls per run, against idle spinning."""
 
-SteeringMode: TypeAlias = Literal["skip", "after_batch"]
 
 TOOL_CHOICE_STRINGS: tuple[str, ...] = ("auto", "required", "none")
 
@@ -114,9 +113,51 @@ class LoopConfig:
     approval_gate: ApprovalGate | None = None
     approval_timeout_s: float | None = None
 
+    def __post_init__(self) -> None:
+        """A config that could not run raises here, where it is written, not at some round of
+        the run: a ``TypeError``/``ValueError`` naming the field.  Cheap (a few comparisons:
+        W3-like workloads build one per run); the values are kept as given."""
+        if not hasattr(self.provider, "stream"):
+            raise TypeError(
+                f"provider {self.provider!r} has no stream(model, context, options) method"
+            )
+        if self.steering_mode not in STEERING_MODES:
+            check_steering_mode(self.steering_mode)
+        check_max_iterations(self.max_iterations)
+        check_parallel_tool_calls(self.parallel_tool_calls)
+        if self.tool_choice is not None:
+            normalize_tool_choice(self.tool_choice)
+        for source in (self.get_steering_messages, self.get_follow_up_messages):
+            if source is not None and not callable(source):
+                raise TypeError(f"expected a callable, got {source!r}")
+        if self.tool_timeout_s is not None:
+            check_tool_timeout(self.tool_timeout_s)
+        if self.approval_timeout_s is not None:
+            check_timeout(self.approval_timeout_s)
+
+
+def check_max_iterations(value: object) -> None:
+    """``max_iterations``: ``None`` (the cap) or an int (clamped by ``effective_cap``)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise TypeError(f"max_iterations must be an int or None, got {value!r}")
+
+
+def check_parallel_tool_calls(value: object) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"parallel_tool_calls must be True, False or None, got {value!r}")
+
+
+def check_tool_timeout(value: object) -> None:
+    """``tool_timeout_s``: ``None`` (no timeout) or seconds > 0."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+    ):
+        raise ValueError(f"tool_timeout_s must be a number of seconds > 0, got {value!r}")
+
 
 def effective_cap(max_iterations: int | None) -> int:
-    """``None`` → 50; otherwise ``max(1, min(50, max_iterations))``."""
+    """``None`` → ``MAX_INNER_ITERATIONS`` (50); otherwise ``max_iterations`` clamped to
+    ``1..MAX_INNER_ITERATIONS``."""
     if max_iterations is None:
         return MAX_INNER_ITERATIONS
     return max(1, min(MAX_INNER_ITERATIONS, int(max_iterations)))
@@ -127,5 +168,8 @@ __all__ = [
     "AgentContext",
     "LoopConfig",
     "SteeringMode",
+    "check_max_iterations",
+    "check_parallel_tool_calls",
+    "check_tool_timeout",
     "effective_cap",
 ]

@@ -40,12 +40,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from .approvals import Reviewed, active_gate, gated_tools, review
+from .approvals import Reviewed, review
 from .calls import (
     Awaiting,
     Invoke,
+    Prepared,
     RunState,
     abort_call,
     invoke,
@@ -75,7 +76,7 @@ from .events import (
     TurnStart,
 )
 from .providers.base import error_text
-from .runs import MessageSource, PollPoint, RunInfo, poll_point, wants_poll_point
+from .runs import MessageSource, PollPoint, poll_point, polls_steering
 from .telemetry import run_spans
 from .texts import (
     ABORTED_TEXT,
@@ -88,11 +89,13 @@ from .texts import (
 from .tools import AgentTool, error_result, normalize_tools
 from .types import (
     AssistantMessage,
+    FailedTermination,
     Message,
     Termination,
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    failure_termination,
     user_messages,
 )
 
@@ -166,92 +169,65 @@ async def _run_loop(
     tools: list[AgentTool],
     config: LoopConfig,
 ) -> AsyncGenerator[AgentEvent, None]:
+    """One run, phase by phase (as pi's ``agent-loop.ts``): the prompts and the first steering
+    poll, then rounds of (1) stream a message, (2) run its calls, (3) poll steering, then (4)
+    follow-ups.  Phases 1 and 2 are written here, not as helper generators: a generator per
+    phase costs its creation (with the event loop's async-generator hooks) and a hop per event,
+    which measured 19% of a W1 round (docs/decisions.md, "The loop's phases")."""
     run = RunState(context, tools, config)
-    provider = config.provider
-    cancel = config.cancel
-    steering_source = config.get_steering_messages
-    poll_steering = steering_source is not None
-    # Decided once per run: a source without a parameter is called bare (no PollPoint built).
-    steering_point = wants_poll_point(steering_source)
-    follow_up_source = config.get_follow_up_messages
-    follow_up_point = wants_poll_point(follow_up_source)
-    run_info = config.run_info
-    executed_calls = 0
-    skip_mode = config.steering_mode == "skip"
-    cap = effective_cap(config.max_iterations)
+    cancel = run.cancel
     termination: Termination = "completed"
     undelivered: list[UserMessage] = []
-    iterations = 0
     failure: BaseException | None = None
-    # Tools that may require approval (``None``: none does, nothing is checked per call).
-    gated = gated_tools(tools)
-    # The gate: an enclosing ``Runtime.override(approval_gate=...)``'s, else the config's.
-    gate = active_gate(config.approval_gate) if gated is not None else None
-
     # Events are built with positional arguments on this path: in CPython 3.11 a keyword call
     # costs about twice as much as the construction itself (0.47 vs 0.21 µs here).
     yield AgentStart()
     yield TurnStart()
     try:
-        for prompt in prompts:
-            yield MessageStart(prompt)
-            run.append(prompt)
-            yield MessageEnd(prompt)
+        for added in _add_messages(run, prompts):
+            yield added
         pending: list[UserMessage] = []
-        if poll_steering:  # (the polls are skipped, not awaited, when there is no source)
+        if run.steering_source is not None:  # (no source: the polls are skipped, not awaited)
             try:
-                pending = await _poll(
-                    steering_source,
-                    poll_point("steering", round=0, calls_in_run=0, run=run_info, batch_done=False)
-                    if steering_point
-                    else None,
-                )
+                pending = await _poll_steering(run, None, 0, False)
             except GeneratorExit:
                 raise
             except BaseException as exc:
-                for closing in _source_failed_at_start(run, exc, config):
+                for closing in _source_failed_at_start(run, exc):
                     yield closing
                 raise
-
         has_more_tool_calls = True
-        first_round = True
         while True:  # outer loop: one pass per follow-up batch
             while has_more_tool_calls or pending:
-                iterations += 1
-                if iterations > cap:
+                if run.rounds == run.cap:
                     termination = "max_iterations"
                     undelivered.extend(pending)
                     pending = []
                     break
-                if not first_round:
+                if run.rounds:
                     yield TurnStart()
-                first_round = False
-
+                run.rounds += 1
                 if pending:  # (an empty one is kept: one list less per round)
-                    for user_message in pending:
-                        yield MessageStart(user_message)
-                        run.append(user_message)
-                        yield MessageEnd(user_message)
+                    for added in _add_messages(run, pending):
+                        yield added
                     pending = []
 
                 # -- 1. stream one assistant message into the history ------------------------
-                # Inline, not a helper generator: a generator per round plus a hop per event
-                # measured ~6% of a round.  A provider that raises, a stream without a
-                # terminal event and cancellation all become an ``error``/``aborted`` message
-                # here, so everything below has one path for every failure.
+                # A provider that raises, a stream without a terminal event and cancellation
+                # all become an ``error``/``aborted`` message, so the rest of the round has one
+                # path for every failure.
+                started = False
                 if cancel is not None and cancel.is_set():
-                    message = AssistantMessage(
-                        stop_reason="aborted", error_message=NOT_CALLED_TEXT, model=config.model
-                    )
-                    started = False
+                    message = _failed_message(None, config, "aborted", NOT_CALLED_TEXT)
                 else:
                     stream.model_calls += 1
                     final: AssistantMessage | None = None
                     partial: AssistantMessage | None = None
-                    started = False
                     iterator: Any = None
                     try:
-                        iterator = provider.stream(config.model, run.provider_context, run.options)
+                        iterator = config.provider.stream(
+                            config.model, run.provider_context, run.options
+                        )
                         async for event in iterator:
                             if event.partial is not None:
                                 partial = event.partial
@@ -264,182 +240,114 @@ async def _run_loop(
                                 break
                             yield MessageUpdate(partial, event)  # type: ignore[arg-type]
                             if cancel is not None and cancel.is_set():
-                                final = _fail(partial, config, "aborted", ABORTED_TEXT)
+                                final = _failed_message(partial, config, "aborted", ABORTED_TEXT)
                                 break
                         else:
-                            final = _fail(partial, config, "error", STREAM_ENDED_TEXT)
+                            final = _failed_message(partial, config, "error", STREAM_ENDED_TEXT)
                     except asyncio.CancelledError:
-                        final = _fail(partial, config, "aborted", ABORTED_TEXT)
+                        final = _failed_message(partial, config, "aborted", ABORTED_TEXT)
                     except Exception as exc:
-                        final = _fail(partial, config, "error", error_text(exc))
+                        final = _failed_message(partial, config, "error", error_text(exc))
                     finally:
-                        # (``final`` is None only when the consumer closed the run mid-stream:
-                        # nothing may be awaited then.)
-                        if final is not None:
-                            aclose = getattr(iterator, "aclose", None)
-                            if aclose is not None:
-                                await _close(aclose)
+                        if final is not None:  # (None: the consumer closed the run mid-stream)
+                            await _close(iterator)
                     assert final is not None
                     message = final
                     # Dropped before the tools run: held across a tool's await, the spent
-                    # stream (with its frame and the event loop's weakref to it) and the last
-                    # event outlived a young collection in every in-flight run
-                    # (docs/decisions.md, "Concurrent runs and the collector").
+                    # stream and its last event outlived a young collection in every in-flight
+                    # run (docs/decisions.md, "Concurrent runs and the collector").
                     iterator = event = None
                     if message.stop_reason not in _STOP_REASONS:
                         message.stop_reason = "error"
                 if not started:
                     yield MessageStart(message)
-                run.context.messages.append(message)  # (``run.append`` inline, as below)
-                run.new_messages.append(message)
+                run.append(message)
                 yield MessageEnd(message)
-
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
                     yield TurnEnd(message=message, tool_results=[])
-                    termination = "error" if message.stop_reason == "error" else "aborted"
+                    termination = message.stop_reason
                     break
 
-                # -- 2. run its tool calls, sequentially, in order -------------------------
-                # Inline for the same reason; what each call needs is decided by ``prepare``.
-                # Steering is polled after every executed call; in ``skip`` mode the rest of
-                # the batch is then answered without running.
-                # (a loop, not a list comprehension: that is a function call per round)
-                tool_calls: list[ToolCall] = []
-                for block in message.content:
-                    if isinstance(block, ToolCall):
-                        tool_calls.append(block)
+                # -- 2. run its tool calls, in order ------------------------------------------
+                # Each is answered by ``prepare`` (reviewed first if its tool is gated), then
+                # steering may be polled (``polls_steering``): in ``skip`` mode steering skips
+                # the rest of the batch; a stopped batch answers its rest ``Cancelled``.
+                tool_calls = _tool_calls(message)
                 has_more_tool_calls = bool(tool_calls)
                 results: list[ToolResultMessage] = []
                 if run.steering:  # (an empty one is reused: one list less per round)
                     run.steering = []
                 last_index = len(tool_calls) - 1
-                # An index over ``range``, not ``enumerate``: an enumerate, its list iterator
-                # and its tuple are three collector-tracked objects alive across every awaited
-                # call (a range iterator is not tracked).
-                for index in range(last_index + 1):
+                for index in range(last_index + 1):  # (``range``: see ``_tool_calls``)
                     call = tool_calls[index]
                     yield ToolExecutionStart(call.id, call.name, call.arguments)
-                    executed = not run.aborted and not (run.steering and skip_mode)
-                    answered: ToolResultMessage | None = None
-                    if executed and gated is not None and call.name in gated:
-                        # Approval first: the call runs (perhaps with changed arguments) or is
-                        # answered here without running (openprogram.approvals).
+                    executed = run.stopped is None and not (run.steering and run.skip_mode)
+                    runs = executed
+                    if not executed:
+                        prepared: Prepared = _not_run(run, call)
+                    elif run.gated is not None and call.name in run.gated:
                         reviewed = Reviewed()
-                        async for event in review(
-                            run.tools[call.name],
-                            gated[call.name],
-                            call,
-                            gate,
-                            config.approval_timeout_s,
-                            cancel,
-                            run_info,
-                            reviewed,
+                        async for event in _review(run, call, reviewed):
+                            yield event
+                        runs = reviewed.call is not None  # (perhaps with changed arguments)
+                        prepared = _reviewed(run, call, reviewed)
+                    else:
+                        prepared = prepare(run, call)
+                    if type(prepared) is Awaiting:  # a plain function's awaitable
+                        # Awaited here, not in a helper: a helper coroutine per call would stay
+                        # alive across the tool's await (docs/decisions.md, "Concurrent runs and
+                        # the collector"); errors fed back as usual.
+                        try:
+                            value = await prepared.awaitable
+                        except BaseException as exc:
+                            result = raised_result(run, call, exc)
+                        else:
+                            result = safe_result(call.id, call.name, value)
+                    elif type(prepared) is Invoke:  # extras, timeouts, cancel tokens
+                        outcome: list[ToolResultMessage] = []
+                        async for event in invoke(
+                            run, prepared.tool, call, prepared.arguments, outcome
                         ):
                             yield event
-                        if reviewed.call is not None:
-                            call = reviewed.call
-                        elif reviewed.aborted is not None:
-                            answered = abort_call(run, call, reviewed.aborted)
-                        else:
-                            answered = reviewed.result
-                    if answered is not None:
-                        result = answered
-                    elif executed:
-                        prepared = prepare(run, call)
-                        if type(prepared) is ToolResultMessage:
-                            result = prepared
-                        elif type(prepared) is Awaiting:  # a plain function's awaitable
-                            # Awaited here, not in a helper: a helper coroutine per call would
-                            # stay alive across the tool's await (docs/decisions.md,
-                            # "Concurrent runs and the collector"); errors fed back as usual.
-                            try:
-                                value = await prepared.awaitable
-                            except BaseException as exc:
-                                result = raised_result(run, call, exc)
-                            else:
-                                result = safe_result(call.id, call.name, value)
-                        else:  # extras, timeouts, cancel tokens: the general path
-                            assert type(prepared) is Invoke
-                            outcome: list[ToolResultMessage] = []
-                            async for event in invoke(
-                                run, prepared.tool, call, prepared.arguments, outcome
-                            ):
-                                yield event
-                            result = outcome[0]
-                        executed_calls += 1
-                        if cancel is not None and cancel.is_set():
-                            run.aborted = True  # fired during the call: the rest is cancelled
-                    elif run.aborted:
-                        result = error_result(call.id, call.name, CANCELLED_TEXT)
+                        result = outcome[0]
                     else:
-                        result = error_result(call.id, call.name, SKIPPED_TEXT, skipped=True)
+                        assert type(prepared) is ToolResultMessage
+                        result = prepared
+                    if runs:
+                        _count_call(run)
                     yield ToolExecutionEnd(call.id, call.name, result, result.is_error)
                     yield MessageStart(result)
-                    run.context.messages.append(result)
-                    run.new_messages.append(result)
+                    run.append(result)
                     results.append(result)
                     yield MessageEnd(result)
                     if (
                         executed
-                        and poll_steering
-                        and not run.aborted
-                        and (not run.steering or not skip_mode)
+                        and run.steering_source is not None
+                        and run.stopped is None
+                        and polls_steering(
+                            config.steering_mode, True, bool(run.steering), run.rounds, run.cap
+                        )
                     ):
-                        try:
-                            run.steering.extend(
-                                await _poll(
-                                    steering_source,
-                                    poll_point(
-                                        "steering",
-                                        round=iterations - 1,
-                                        calls_in_run=executed_calls,
-                                        run=run_info,
-                                        call_index=index,
-                                        calls_in_round=index + 1,
-                                        batch_done=index == last_index,
-                                    )
-                                    if steering_point
-                                    else None,
-                                )
-                            )
-                        except GeneratorExit:
-                            raise
-                        except BaseException as exc:
-                            source_failed(run, exc)
+                        await _steering_after_call(run, index, index == last_index)
                 yield TurnEnd(message, results)
 
-                if run.aborted:
-                    termination = "error" if run.failed else "aborted"
+                # -- 3. the batch was stopped, or steering starts the next round -------------
+                if run.stopped is not None:
+                    termination = run.stopped
                     undelivered.extend(run.steering)
                     break
                 if run.steering:
                     pending = run.steering
-                elif poll_steering and iterations < cap:
-                    pending = await _poll(
-                        steering_source,
-                        poll_point(
-                            "steering",
-                            round=iterations - 1,
-                            calls_in_run=executed_calls,
-                            run=run_info,
-                            calls_in_round=len(tool_calls),
-                        )
-                        if steering_point
-                        else None,
-                    )
+                elif run.steering_source is not None and polls_steering(
+                    config.steering_mode, False, False, run.rounds, run.cap
+                ):
+                    pending = await _poll_steering(run, None, len(tool_calls), True)
             else:
-                # The inner loop ran dry: the model finished.  Follow-ups start another round,
-                # but only if one is still allowed (never dequeue what cannot be delivered).
-                if follow_up_source is not None and iterations < cap:
-                    follow = await _poll_follow_ups(
-                        follow_up_source,
-                        follow_up_point,
-                        iterations - 1,
-                        executed_calls,
-                        run_info,
-                    )
-                    if follow:
-                        pending = follow
+                # -- 4. the model finished: follow-ups start another round, if one is allowed
+                # (never dequeue what cannot be delivered)
+                if run.follow_up_source is not None and run.rounds < run.cap:
+                    pending = await _poll_follow_ups(run)
+                    if pending:
                         continue
                 termination = "completed"
             break
@@ -448,7 +356,7 @@ async def _run_loop(
     except asyncio.CancelledError:
         termination = "aborted"
     except BaseException as exc:  # a hook or an internal failure: still end the run properly
-        termination = "error" if isinstance(exc, Exception) else "aborted"
+        termination = failure_termination(exc)
         failure = exc
     if run.reraise is not None and failure is None:
         failure = run.reraise
@@ -458,42 +366,132 @@ async def _run_loop(
         raise failure
 
 
-# -- the cold parts of a run (once per run at most), kept out of ``_run_loop`` ---------------------
+# -- the steps of a call that leave the hot path -----------------------------------------------
 
 
-def _source_failed_at_start(
-    run: RunState, exc: BaseException, config: LoopConfig
-) -> Iterator[AgentEvent]:
-    """The events that close round 0 when the steering source raised at the first poll: an
-    error message no model produced (``aborted`` for a ``BaseException``), then ``turn_end``;
-    the run then ends and re-raises.  The message joins the history between its two events, as
-    every message does."""
+def _not_run(run: RunState, call: ToolCall) -> ToolResultMessage:
+    """A call answered without running: ``Cancelled`` once the batch is stopped, else skipped
+    (steering arrived in ``skip`` mode)."""
+    if run.stopped is not None:
+        return error_result(call.id, call.name, CANCELLED_TEXT)
+    return error_result(call.id, call.name, SKIPPED_TEXT, skipped=True)
+
+
+def _review(run: RunState, call: ToolCall, reviewed: Reviewed) -> AsyncGenerator[AgentEvent, None]:
+    """A gated tool's call is reviewed before it runs (``openprogram.approvals``)."""
+    return review(
+        run.tools[call.name],
+        run.gated[call.name],  # type: ignore[index]
+        call,
+        run.gate,
+        run.config.approval_timeout_s,
+        run.cancel,
+        run.info,
+        reviewed,
+    )
+
+
+def _reviewed(run: RunState, call: ToolCall, reviewed: Reviewed) -> Prepared:
+    """What a reviewed call becomes: approved, it is ``prepare``d (with changed arguments, if
+    any); otherwise it is answered without running (denied or timed out: the reviewer's
+    result; aborted: ``abort_call``)."""
+    if reviewed.call is not None:
+        return prepare(run, reviewed.call)
+    if reviewed.aborted is not None:
+        return abort_call(run, call, reviewed.aborted)
+    assert reviewed.result is not None
+    return reviewed.result
+
+
+def _count_call(run: RunState) -> None:
+    """A call ran: count it; a cancel token fired during it stops the batch (the rest is
+    answered ``Cancelled``)."""
+    run.executed_calls += 1
+    cancel = run.cancel
+    if cancel is not None and cancel.is_set() and run.stopped is None:
+        run.stopped = "aborted"
+
+
+async def _steering_after_call(run: RunState, index: int, batch_done: bool) -> None:
+    """The steering poll after call ``index``: what it returns waits in ``run.steering``; a
+    source that raises stops the batch (``source_failed``)."""
+    try:
+        run.steering.extend(await _poll_steering(run, index, index + 1, batch_done))
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        source_failed(run, exc)
+
+
+def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
+    """The message's tool calls, in order.  (A loop, not a list comprehension: that is one more
+    function call per round.  The loop walks them by index over a ``range``, not
+    ``enumerate``: an enumerate, its list iterator and its tuple are three collector-tracked
+    objects alive across every awaited call; a range iterator is not tracked.)"""
+    tool_calls: list[ToolCall] = []
+    for block in message.content:
+        if isinstance(block, ToolCall):
+            tool_calls.append(block)
+    return tool_calls
+
+
+def _add_messages(run: RunState, messages: list[UserMessage]) -> Iterator[AgentEvent]:
+    """Prompts and delivered steering/follow-ups join the history, each between its events."""
+    for message in messages:
+        yield MessageStart(message)
+        run.append(message)
+        yield MessageEnd(message)
+
+
+async def _poll_steering(
+    run: RunState, call_index: int | None, calls_in_round: int, batch_done: bool
+) -> list[UserMessage]:
+    """One steering poll (where: ``polls_steering``), with a ``PollPoint`` if the source takes
+    one (decided once per run)."""
+    point = (
+        poll_point(
+            "steering",
+            round=max(run.rounds - 1, 0),
+            calls_in_run=run.executed_calls,
+            run=run.info,
+            call_index=call_index,
+            calls_in_round=calls_in_round,
+            batch_done=batch_done,
+        )
+        if run.steering_point
+        else None
+    )
+    return await _poll(run.steering_source, point)
+
+
+async def _poll_follow_ups(run: RunState) -> list[UserMessage]:
+    """The follow-up poll when the model finished (with a ``PollPoint`` if the source takes
+    one, decided once per run)."""
+    point = (
+        poll_point("follow_up", round=run.rounds - 1, calls_in_run=run.executed_calls, run=run.info)
+        if run.follow_up_point
+        else None
+    )
+    return await _poll(run.follow_up_source, point)
+
+
+# -- the cold parts of a run (once per run at most) ------------------------------------------------
+
+
+def _source_failed_at_start(run: RunState, exc: BaseException) -> Iterator[AgentEvent]:
+    """The events that close round 0 when the steering source raised at the first poll: a
+    failed message no model produced (its stop reason: ``failure_termination``), then
+    ``turn_end``; the run then ends and re-raises.  The message joins the history between its
+    two events, as every message does."""
     failed = AssistantMessage(
-        stop_reason="error" if isinstance(exc, Exception) else "aborted",
+        stop_reason=failure_termination(exc),
         error_message=SOURCE_FAILED_PREFIX + error_text(exc),
-        model=config.model,
+        model=run.config.model,
     )
     yield MessageStart(failed)
     run.append(failed)
     yield MessageEnd(failed)
     yield TurnEnd(failed, [])
-
-
-async def _poll_follow_ups(
-    source: MessageSource | None,
-    with_point: bool,
-    round: int,
-    executed_calls: int,
-    run_info: RunInfo | None,
-) -> list[UserMessage]:
-    """The follow-up poll when the model finished (``with_point``: the source takes a
-    ``PollPoint``, decided once per run)."""
-    point = (
-        poll_point("follow_up", round=round, calls_in_run=executed_calls, run=run_info)
-        if with_point
-        else None
-    )
-    return await _poll(source, point)
 
 
 def _end(
@@ -515,21 +513,26 @@ def _empty(config: LoopConfig) -> AssistantMessage:
     return AssistantMessage(model=config.model)
 
 
-async def _close(aclose: Any) -> None:
+async def _close(iterator: Any) -> None:
     """Close a provider stream that is left early (or has ended): releases its connection.  (A
     stream without ``aclose``, a plain async iterator, has nothing to release.)"""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is None:
+        return
     try:
         await aclose()
     except Exception:
         pass
 
 
-def _fail(
+def _failed_message(
     partial_message: AssistantMessage | None,
     config: LoopConfig,
-    reason: Literal["error", "aborted"],
+    reason: FailedTermination,
     text: str,
 ) -> AssistantMessage:
+    """The round's message when it failed: what had streamed so far (or an empty message),
+    with its stop reason and why."""
     message = (
         partial_message if partial_message is not None else AssistantMessage(model=config.model)
     )

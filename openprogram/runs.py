@@ -28,6 +28,10 @@ from .types import ToolSpec, UserMessage, user_messages
 RunKind: TypeAlias = Literal["exec", "choices"]
 HookKind: TypeAlias = Literal["steering", "follow_up"]
 DrainMode: TypeAlias = Literal["one_at_a_time", "all"]
+SteeringMode: TypeAlias = Literal["skip", "after_batch"]
+"""What steering that arrives mid-batch does to the rest of the batch: ``"skip"`` answers the
+remaining calls without running them, ``"after_batch"`` runs them first."""
+STEERING_MODES: tuple[SteeringMode, ...] = ("skip", "after_batch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,43 @@ def wants_poll_point(source: Callable[..., Any] | None) -> bool:
     return any(p.kind in _POSITIONAL for p in params)
 
 
+def check_steering_mode(mode: object) -> SteeringMode:
+    """``mode`` if it is a ``SteeringMode``; else a ``ValueError`` listing the modes."""
+    if mode not in STEERING_MODES:
+        allowed = " or ".join(repr(m) for m in STEERING_MODES)
+        raise ValueError(f"steering_mode must be {allowed}, got {mode!r}")
+    return mode
+
+
+def polls_steering(
+    mode: SteeringMode, after_call: bool, steering_queued: bool, next_round: int, cap: int | None
+) -> bool:
+    """Whether the loop polls its steering source (it has one, the batch was not stopped) at
+    one of its polling places within a round: right after an executed call (``after_call``)
+    or at the round's end, with ``steering_queued`` saying whether the round has taken
+    steering so far.
+
+    After a call it polls unless steering is queued in ``"skip"`` mode (the rest of the batch
+    is skipped: nothing is left to poll after).  At the round's end it polls only when nothing
+    is queued (what is queued starts the next round) and ``next_round`` is allowed under the
+    round ``cap`` (never dequeue what cannot be delivered; ``None``: no cap known).  The loop
+    decides here, and ``openprogram_testing``'s steering schedule asks the same question to
+    know which poll is a round's last."""
+    if steering_queued and (mode == "skip" or not after_call):
+        return False
+    return after_call or cap is None or next_round < cap
+
+
+def polls_source(source: Callable[..., Any] | None, run: RunInfo | None) -> bool:
+    """The outermost-run rule: whether a steering or follow-up ``source`` is polled in ``run``.
+    In a bare loop (``run=None``) and in the outermost work run, always; in any other run (a
+    nested ``exec``, a ``choices`` ask) only if it takes a ``PollPoint``: a source that cannot
+    tell the runs apart would take messages meant for the outermost run."""
+    if source is None:
+        return False
+    return run is None or run.outermost or wants_poll_point(source)
+
+
 class MessageQueue:
     """A thread-safe FIFO of user messages with a drain mode: ``"one_at_a_time"`` hands one
     message per poll, ``"all"`` hands everything queued.  ``take`` is what a run polls."""
@@ -303,6 +344,7 @@ async def then_queue(polled: Any, queue: MessageQueue) -> list[UserMessage | str
 
 
 __all__ = [
+    "STEERING_MODES",
     "DrainMode",
     "Handover",
     "HandoverObserver",
@@ -312,8 +354,12 @@ __all__ = [
     "PollPoint",
     "RunInfo",
     "RunKind",
+    "SteeringMode",
     "check_drain_mode",
+    "check_steering_mode",
     "poll_point",
+    "polls_source",
+    "polls_steering",
     "wants_poll_point",
     "with_queue",
 ]

@@ -47,7 +47,12 @@ from ._sync import sync_twin
 from .approvals import ApprovalGate, check_timeout, overriding_gate
 from .cancel import CancelToken
 from .choices import CHOOSE_TOOL, Choice, DecisionError, build_choices, decide
-from .config import normalize_tool_choice
+from .config import (
+    check_max_iterations,
+    check_parallel_tool_calls,
+    check_tool_timeout,
+    normalize_tool_choice,
+)
 from .events import AgentEvent, ToolExecutionStart
 from .functions import current_runtime
 from .gating import names as tool_names
@@ -64,7 +69,8 @@ from .runs import (
     RunInfo,
     RunKind,
     check_drain_mode,
-    wants_poll_point,
+    check_steering_mode,
+    polls_source,
     with_queue,
 )
 from .tool_search import LoadedTools, offer, with_catalog
@@ -128,9 +134,10 @@ def _stack_depth() -> int:
     return count
 
 
-class _RunState:
+class _ActiveRun:
     """The running work run of an ``exec`` and the tool call it is executing (seen from its
-    events), so a nested ``exec`` started by that call can name its parent."""
+    events), so a nested ``exec`` started by that call can name its parent.  (Not the loop's
+    ``openprogram.calls.RunState``, the mutable state inside one run of the loop.)"""
 
     __slots__ = ("call_id", "call_name", "info")
 
@@ -140,7 +147,7 @@ class _RunState:
         self.call_name: str | None = None
 
 
-_current_run: ContextVar[_RunState | None] = ContextVar("openprogram_exec_run", default=None)
+_current_run: ContextVar[_ActiveRun | None] = ContextVar("openprogram_exec_run", default=None)
 
 _override: ContextVar[tuple[Provider | None, str | None] | None] = ContextVar(
     "openprogram_runtime_override", default=None
@@ -217,10 +224,8 @@ class Runtime(ServerOwner):
             raise TypeError(f"provider {provider!r} has no stream(model, context, options) method")
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError(f"max_depth must be an int >= 1, got {max_depth!r}")
-        if steering_mode not in ("skip", "after_batch"):
-            raise ValueError(
-                f"steering_mode must be 'skip' or 'after_batch', got {steering_mode!r}"
-            )
+        check_steering_mode(steering_mode)
+        check_tool_timeout(tool_timeout_s)
         for source in (
             get_steering_messages,
             get_follow_up_messages,
@@ -452,14 +457,10 @@ class Runtime(ServerOwner):
         names = [t.name for t in offered.specs]
         system_prompt = with_catalog(self.system_prompt, offered.catalog)
         choice = normalize_tool_choice(tool_choice, names, strict=True)
-        if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
-            raise TypeError(
-                f"parallel_tool_calls must be True, False or None, got {parallel_tool_calls!r}"
-            )
-        if max_iterations is not None and (
-            isinstance(max_iterations, bool) or not isinstance(max_iterations, int)
-        ):
-            raise TypeError(f"max_iterations must be an int or None, got {max_iterations!r}")
+        # (checked here, before any model call or context variable, by the rules ``LoopConfig``
+        # checks itself with)
+        check_parallel_tool_calls(parallel_tool_calls)
+        check_max_iterations(max_iterations)
         decision = build_choices(choices) if choices is not None else None
 
         parent = _current_run.get()
@@ -474,7 +475,7 @@ class Runtime(ServerOwner):
             tool_choice=choice,
             tool_specs=tuple(offered.specs),
         )
-        state = _RunState(info)
+        state = _ActiveRun(info)
         token = cancel or self.cancel or _current_cancel.get()
         reset_tools = _current_tools.set(tuple(menu))
         reset_depth = _current_depth.set(depth + 1)
@@ -568,8 +569,8 @@ class Runtime(ServerOwner):
         follow_up = self.get_follow_up_messages
         if not info.outermost:
             return (
-                steering if wants_poll_point(steering) else None,
-                follow_up if wants_poll_point(follow_up) else None,
+                steering if polls_source(steering, info) else None,
+                follow_up if polls_source(follow_up, info) else None,
             )
         told = tuple(
             tell
@@ -582,7 +583,7 @@ class Runtime(ServerOwner):
         )
 
     async def _drain(
-        self, stream: AgentStream, config: LoopConfig, state: _RunState | None = None
+        self, stream: AgentStream, config: LoopConfig, state: _ActiveRun | None = None
     ) -> list[Message]:
         """Run the stream to its end, feeding the observers; returns the run's new messages.
         Tracks the tool call being executed in ``state`` (a nested ``exec`` names it)."""

@@ -29,6 +29,17 @@ StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 Termination: TypeAlias = Literal["completed", "max_iterations", "error", "aborted"]
 """Why a whole loop run ended; carried by ``agent_end``."""
 
+FailedTermination: TypeAlias = Literal["error", "aborted"]
+"""How a failed run ends; also the stop reason of the failed message that closes its round."""
+
+
+def failure_termination(failure: BaseException) -> FailedTermination:
+    """The termination mapping, decided here once: an ``Exception`` (a provider, a steering
+    source or the loop itself failing) ends a run ``error``; any other ``BaseException``
+    (cancellation, ``KeyboardInterrupt``, ``SystemExit``) ends it ``aborted``.  A round closed
+    by a failed message ends the run with that message's stop reason, the same two words."""
+    return "error" if isinstance(failure, Exception) else "aborted"
+
 
 @dataclass(slots=True)
 class TextContent(Model):
@@ -312,6 +323,7 @@ def _spec_fields() -> type[Any]:
 __all__ = [
     "AssistantContent",
     "AssistantMessage",
+    "FailedTermination",
     "ImageContent",
     "Message",
     "StopReason",
@@ -324,5 +336,6 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "failure_termination",
     "user_messages",
 ]
