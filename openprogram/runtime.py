@@ -457,8 +457,6 @@ class Runtime(ServerOwner):
         names = [t.name for t in offered.specs]
         system_prompt = with_catalog(self.system_prompt, offered.catalog)
         choice = normalize_tool_choice(tool_choice, names, strict=True)
-        # (checked here, before any model call or context variable, by the rules ``LoopConfig``
-        # checks itself with)
         check_parallel_tool_calls(parallel_tool_calls)
         check_max_iterations(max_iterations)
         decision = build_choices(choices) if choices is not None else None
