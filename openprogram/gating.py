@@ -112,6 +112,17 @@ def check_sources(source: str | Sequence[str] | None) -> frozenset[str]:
     return sources
 
 
+def check_flag(value: Any, what: str, default: bool | None = None) -> bool:
+    """A ``True``/``False`` option (``None`` takes ``default`` when one is given); anything
+    else is a ``TypeError`` naming it."""
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, bool):
+        allowed = "True, False or None" if default is not None else "True or False"
+        raise TypeError(f"{what} must be {allowed}, got {value!r}")
+    return value
+
+
 def names(value: Iterable[str], what: str) -> frozenset[str]:
     """A list of tool names as a set; a single string or a non-string entry is a ``TypeError``
     naming the option (``what``)."""
@@ -179,6 +190,7 @@ reused while cached."""
 
 
 __all__ = [
+    "check_flag",
     "check_sources",
     "is_available",
     "is_deferred",

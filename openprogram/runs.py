@@ -52,7 +52,10 @@ class RunInfo:
       the run is sent besides the conversation (the loop builds them once per run), so an
       observer (a trace snapshot) sees a changed prompt, menu or ``tool_choice`` even when the
       model happens to answer the same.  Left out of equality and hashing: they describe the
-      run, they do not name it.
+      run, they do not name it;
+    - ``deferred``: the deferred tools on the run's menu whose schemas its array leaves out
+      (``tool_search`` can load them; a loaded one joins the array at the next run), so an
+      observer can tell that a call of one of them followed a ``tool_search`` that loaded it.
     """
 
     run_id: str
@@ -65,6 +68,7 @@ class RunInfo:
     system_prompt: str | None = field(default=None, compare=False)
     tool_choice: str | dict[str, Any] | None = field(default=None, compare=False)
     tool_specs: tuple[ToolSpec, ...] = field(default=(), compare=False)
+    deferred: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def outermost(self) -> bool:

@@ -55,6 +55,7 @@ from .config import (
 )
 from .events import AgentEvent, ToolExecutionStart
 from .functions import current_runtime
+from .gating import check_flag
 from .gating import names as tool_names
 from .groups import ServerOwner, check_servers, open_groups
 from .loop import AgentContext, AgentStream, LoopConfig, SteeringMode, agent_loop
@@ -259,9 +260,7 @@ class Runtime(ServerOwner):
         self.approval_gate = approval_gate
         self.approval_timeout_s = check_timeout(approval_timeout_s)
         self.disabled_tools: frozenset[str] = tool_names(disabled_tools, "disabled_tools")
-        if not isinstance(only_available, bool):
-            raise TypeError(f"only_available must be True or False, got {only_available!r}")
-        self.only_available = only_available
+        self.only_available = check_flag(only_available, "only_available")
         self.loaded_tools = LoadedTools()
         """The deferred tools ``tool_search`` has loaded in this runtime's runs: each run's
         provider array includes the ones loaded before it started (``clear()`` forgets)."""
@@ -446,10 +445,7 @@ class Runtime(ServerOwner):
         tools, toolset = await open_groups(
             tools, toolset, self.mcp_servers, self.registry, _current_tools.get() is not None
         )
-        if only_available is None:
-            only_available = self.only_available
-        elif not isinstance(only_available, bool):
-            raise TypeError(f"only_available must be True, False or None, got {only_available!r}")
+        only_available = check_flag(only_available, "only_available", self.only_available)
         menu = self._resolve_menu(
             tools, toolset, tools_source, tools_allow, tools_deny, only_available
         )
@@ -472,6 +468,7 @@ class Runtime(ServerOwner):
             system_prompt=system_prompt,
             tool_choice=choice,
             tool_specs=tuple(offered.specs),
+            deferred=offered.deferred,
         )
         state = _ActiveRun(info)
         token = cancel or self.cancel or _current_cancel.get()

@@ -175,8 +175,11 @@ def test_tools_array_frozen_within_a_run_and_the_loaded_tool_joins_at_the_next_r
     prompts = {prompt for prompt, _, _ in provider.sent}
     assert len(prompts) == 1  # the catalog line is frozen with the array
     assert "cron" in runtime.loaded_tools
+    assert runtime.last_run is not None
+    assert runtime.last_run.run.deferred == ("cron", "scheduler", "send_message")
     runtime.exec("two")
     assert provider.arrays()[3] == ["bash", "cron", TOOL_SEARCH]
+    assert runtime.last_run.run.deferred == ("scheduler", "send_message")
     assert provider.sent[3][0] == "P\n\n" + catalog_text(2)
     runtime.loaded_tools.clear()
     assert offer(
