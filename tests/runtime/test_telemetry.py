@@ -291,3 +291,79 @@ def test_an_approval_decision_is_an_event_of_the_calls_span(
         ("exception", {"exception.message": tool.events[1].attributes["exception.message"]}),  # type: ignore[index]
     ]
     assert tool.status.status_code is StatusCode.ERROR  # the call did not run: an error result
+
+
+def test_a_run_closed_mid_tool_ends_its_spans_and_leaves_no_span_current(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """A consumer that stops in the middle of a tool call (an observer raised, say) closes the
+    stream: every open span ends and the tool span, current during the call, is current no
+    more."""
+    import asyncio
+
+    from openprogram.events import ToolExecutionStart
+
+    @function(registry=Registry())
+    def slow() -> str:
+        """Take a while."""
+        return "late"
+
+    async def consume() -> None:
+        stream = agent_loop(
+            "go",
+            AgentContext(tools=[slow]),
+            LoopConfig(ScriptedProvider([turn(call("slow")), "done"]), model="m"),
+        )
+        async for event in stream:
+            if isinstance(event, ToolExecutionStart):
+                assert trace.get_current_span().is_recording()  # the execute_tool span
+                await stream.aclose()
+                break
+        assert not trace.get_current_span().is_recording()
+
+    asyncio.run(consume())
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"invoke_agent", "chat m", "execute_tool slow"}
+    assert all(s.end_time is not None for s in spans.values())
+
+
+def test_an_exception_the_run_re_raises_is_recorded_on_its_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    @function(registry=Registry())
+    def interrupt() -> str:
+        """Stop everything."""
+        raise KeyboardInterrupt
+
+    provider = ScriptedProvider([turn(call("interrupt")), "never"])
+    with pytest.raises(KeyboardInterrupt):
+        Runtime(provider, "m").exec("go", tools=[interrupt])
+    run = next(s for s in exporter.get_finished_spans() if s.name == "invoke_agent")
+    assert run.status.status_code is StatusCode.ERROR
+    assert run.attributes is not None and run.attributes[RUN_TERMINATION] == "aborted"
+    assert [e.attributes["exception.type"] for e in run.events if e.name == "exception"] == [  # type: ignore[index]
+        "KeyboardInterrupt"
+    ]
+    assert not trace.get_current_span().is_recording()
+
+
+def test_a_steering_source_that_raises_fails_the_run_and_its_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    def source() -> list[str]:
+        raise RuntimeError("steering store down")
+
+    config = LoopConfig(ScriptedProvider(["never"]), model="m", get_steering_messages=source)
+
+    async def drain() -> None:
+        async for _ in agent_loop("go", AgentContext(), config):
+            pass
+
+    import asyncio
+
+    with pytest.raises(RuntimeError, match="steering store down"):
+        asyncio.run(drain())
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["invoke_agent"]  # the stand-in message made no chat span
+    assert spans[0].status.status_code is StatusCode.ERROR
+    assert spans[0].attributes is not None and spans[0].attributes[RUN_TERMINATION] == "error"
