@@ -430,9 +430,9 @@ def _w9_sample(examples: int) -> tuple[float, int]:
     """The schema-derived property: draw a labelled call of the five-field tool (valid or a
     near miss), run it through the real loop and check the loop answered exactly as labelled;
     returns examples/s and the number run."""
-    from openprogram_testing.scripted import ScriptedProvider, turn
+    from openprogram_testing.core.trace import run_loop
     from openprogram_testing.strategies import SchemaCall, schema_calls
-    from openprogram_testing.trace import run_loop
+    from openprogram_testing.transport.scripted import ScriptedProvider, turn
 
     tool = {"spec": {"name": "book", "parameters": W9_SCHEMA}, "execute": lambda args: "booked"}
 

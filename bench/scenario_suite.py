@@ -61,8 +61,8 @@ import json
 
 import pytest
 
-from openprogram_testing.scenarios.events import event_tokens
-from openprogram_testing.scripted import call, turn
+from openprogram_testing.frontends.scenarios.events import event_tokens
+from openprogram_testing.transport.scripted import call, turn
 
 EVENTS = {events!r}
 WEATHER = {{
@@ -186,7 +186,7 @@ def _passed(n: int) -> str:
 
 
 def _cli(suite: Suite, *extra: str) -> list[str]:
-    return ["-m", "openprogram_testing.cli", "run", str(suite.scenarios), *extra]
+    return ["-m", "openprogram_testing.frontends.cli.main", "run", str(suite.scenarios), *extra]
 
 
 def _pytest(*targets: str) -> list[str]:
@@ -233,7 +233,15 @@ def _sharded(suite: Suite, work: Path) -> Timing:
         raise BenchError(f"W10 shards: {counts} scenarios passed in the shards, not {suite.n}")
     merged = out / "merged.json"
     timing, _ = run_child(
-        ["-m", "openprogram_testing.cli", "report", "merge", *records, "--records", str(merged)],
+        [
+            "-m",
+            "openprogram_testing.frontends.cli.main",
+            "report",
+            "merge",
+            *records,
+            "--records",
+            str(merged),
+        ],
         suite.folder,
         rf"{suite.n} tests",
         "report merge",

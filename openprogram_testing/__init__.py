@@ -17,130 +17,141 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .assertions import assert_final_text as assert_final_text
-    from .assertions import assert_model_calls as assert_model_calls
-    from .assertions import assert_recovered as assert_recovered
-    from .assertions import assert_skipped as assert_skipped
-    from .assertions import assert_terminated as assert_terminated
-    from .assertions import assert_tool_results as assert_tool_results
-    from .capture import CapturedRuns as CapturedRuns
-    from .capture import capture_runs as capture_runs
-    from .cassettes import REDACTED as REDACTED
-    from .cassettes import CassetteError as CassetteError
-    from .cassettes import CassetteMismatch as CassetteMismatch
-    from .cassettes import CassetteSession as CassetteSession
-    from .cassettes import RedactionRules as RedactionRules
-    from .cassettes import Redactor as Redactor
-    from .cassettes import ScriptExhaustedWarning as ScriptExhaustedWarning
-    from .cassettes import load_interactions as load_interactions
-    from .cassettes import use_cassette as use_cassette
-    from .conditions import SteeringNotFired as SteeringNotFired
-    from .dialogue import DialogueMismatch as DialogueMismatch
-    from .dialogue import UserLine as UserLine
-    from .emulator import EmulatorRequest as EmulatorRequest
+    from openprogram_testing.base.failures import TraceFailure as TraceFailure
+    from openprogram_testing.base.recording import add_trace_listener as add_trace_listener
+    from openprogram_testing.base.recording import remove_trace_listener as remove_trace_listener
+    from openprogram_testing.core.capture import CapturedRuns as CapturedRuns
+    from openprogram_testing.core.capture import capture_runs as capture_runs
+    from openprogram_testing.core.conditions import SteeringNotFired as SteeringNotFired
+    from openprogram_testing.core.dialogue import DialogueMismatch as DialogueMismatch
+    from openprogram_testing.core.dialogue import UserLine as UserLine
+    from openprogram_testing.core.steering import Delivery as Delivery
+    from openprogram_testing.core.steering import ScheduleEntry as ScheduleEntry
+    from openprogram_testing.core.steering import SteeringSchedule as SteeringSchedule
+    from openprogram_testing.core.trace import LoopTrace as LoopTrace
+    from openprogram_testing.core.trace import render_snapshot as render_snapshot
+    from openprogram_testing.core.trace import render_timeline as render_timeline
+    from openprogram_testing.core.trace import run_loop as run_loop
+    from openprogram_testing.core.trace import run_loop_sync as run_loop_sync
+    from openprogram_testing.core.tree import TraceTree as TraceTree
+    from openprogram_testing.core.tree import run_exec as run_exec
+    from openprogram_testing.core.tree import run_exec_sync as run_exec_sync
+    from openprogram_testing.frontends.report.behaviours import exhibited as exhibited
+    from openprogram_testing.frontends.report.coverage import Coverage as Coverage
+    from openprogram_testing.frontends.report.html import write_html as write_html
+    from openprogram_testing.frontends.report.record import trace_record as trace_record
+    from openprogram_testing.frontends.scenarios.imports import scenario_factory as scenario_factory
+    from openprogram_testing.frontends.scenarios.loader import load_scenario as load_scenario
+    from openprogram_testing.frontends.scenarios.model import Scenario as Scenario
+    from openprogram_testing.frontends.scenarios.problems import ScenarioError as ScenarioError
+    from openprogram_testing.frontends.scenarios.runner import ScenarioResult as ScenarioResult
+    from openprogram_testing.frontends.scenarios.runner import run_scenario as run_scenario
+    from openprogram_testing.frontends.scenarios.scaffold import ScaffoldError as ScaffoldError
+    from openprogram_testing.frontends.scenarios.scaffold import (
+        scaffold_cassette as scaffold_cassette,
+    )
+    from openprogram_testing.frontends.scenarios.scaffold_record import (
+        scaffold_record as scaffold_record,
+    )
+    from openprogram_testing.judges.assertions import assert_final_text as assert_final_text
+    from openprogram_testing.judges.assertions import assert_model_calls as assert_model_calls
+    from openprogram_testing.judges.assertions import assert_recovered as assert_recovered
+    from openprogram_testing.judges.assertions import assert_skipped as assert_skipped
+    from openprogram_testing.judges.assertions import assert_terminated as assert_terminated
+    from openprogram_testing.judges.assertions import assert_tool_results as assert_tool_results
+    from openprogram_testing.judges.invariants import InvariantViolation as InvariantViolation
+    from openprogram_testing.judges.invariants import Violation as Violation
+    from openprogram_testing.judges.invariants import check_invariants as check_invariants
+    from openprogram_testing.judges.invariants import (
+        check_rechunk_invariance as check_rechunk_invariance,
+    )
+    from openprogram_testing.judges.invariants import find_violations as find_violations
+    from openprogram_testing.judges.snapshot import TraceSnapshotExtension as TraceSnapshotExtension
+    from openprogram_testing.judges.trajectory import Approx as Approx
+    from openprogram_testing.judges.trajectory import MatcherError as MatcherError
+    from openprogram_testing.judges.trajectory import Matches as Matches
+    from openprogram_testing.judges.trajectory import TrajectoryMismatch as TrajectoryMismatch
+    from openprogram_testing.judges.trajectory import assert_trajectory as assert_trajectory
+    from openprogram_testing.judges.usage import Prices as Prices
+    from openprogram_testing.judges.usage import UsageError as UsageError
+    from openprogram_testing.judges.usage import UsageOverBudget as UsageOverBudget
+    from openprogram_testing.judges.usage import UsageTotals as UsageTotals
+    from openprogram_testing.judges.usage import assert_usage as assert_usage
+    from openprogram_testing.judges.usage import usage_of as usage_of
+    from openprogram_testing.transport.cassettes.errors import CassetteError as CassetteError
+    from openprogram_testing.transport.cassettes.errors import CassetteMismatch as CassetteMismatch
+    from openprogram_testing.transport.cassettes.errors import (
+        ScriptExhaustedWarning as ScriptExhaustedWarning,
+    )
+    from openprogram_testing.transport.cassettes.files import load_interactions as load_interactions
+    from openprogram_testing.transport.cassettes.redaction import REDACTED as REDACTED
+    from openprogram_testing.transport.cassettes.redaction import RedactionRules as RedactionRules
+    from openprogram_testing.transport.cassettes.redaction import Redactor as Redactor
+    from openprogram_testing.transport.cassettes.session import CassetteSession as CassetteSession
+    from openprogram_testing.transport.cassettes.session import use_cassette as use_cassette
+    from openprogram_testing.transport.emulator.retries import RetryTimingError as RetryTimingError
+    from openprogram_testing.transport.emulator.retries import assert_retries as assert_retries
+    from openprogram_testing.transport.emulator.server import EmulatorRequest as EmulatorRequest
+    from openprogram_testing.transport.emulator.server import ProviderEmulator as ProviderEmulator
+    from openprogram_testing.transport.faults import CorruptCrc as CorruptCrc
+    from openprogram_testing.transport.faults import CorruptFrame as CorruptFrame
+    from openprogram_testing.transport.faults import DropTerminal as DropTerminal
+    from openprogram_testing.transport.faults import FaultError as FaultError
+    from openprogram_testing.transport.faults import GarbleToolArguments as GarbleToolArguments
+    from openprogram_testing.transport.faults import HttpError as HttpError
+    from openprogram_testing.transport.faults import InjectError as InjectError
+    from openprogram_testing.transport.faults import Latency as Latency
+    from openprogram_testing.transport.faults import Rechunk as Rechunk
+    from openprogram_testing.transport.faults import Stall as Stall
+    from openprogram_testing.transport.faults import TruncateAfter as TruncateAfter
+    from openprogram_testing.transport.schema_provider import (
+        SchemaDrivenProvider as SchemaDrivenProvider,
+    )
+    from openprogram_testing.transport.scripted import ModelRequest as ModelRequest
+    from openprogram_testing.transport.scripted import ScriptedCall as ScriptedCall
+    from openprogram_testing.transport.scripted import ScriptedProvider as ScriptedProvider
+    from openprogram_testing.transport.scripted import ScriptedTurn as ScriptedTurn
+    from openprogram_testing.transport.scripted import ScriptError as ScriptError
+    from openprogram_testing.transport.scripted import UnconsumedTurns as UnconsumedTurns
+    from openprogram_testing.transport.scripted import UnexpectedModelCall as UnexpectedModelCall
+    from openprogram_testing.transport.scripted import aborted_turn as aborted_turn
+    from openprogram_testing.transport.scripted import call as call
+    from openprogram_testing.transport.scripted import cut_turn as cut_turn
+    from openprogram_testing.transport.scripted import error_turn as error_turn
+    from openprogram_testing.transport.scripted import raising_turn as raising_turn
+    from openprogram_testing.transport.scripted import think as think
+    from openprogram_testing.transport.scripted import turn as turn
+
     from .emulator import Fault as Fault
-    from .emulator import ProviderEmulator as ProviderEmulator
-    from .emulator import RetryTimingError as RetryTimingError
-    from .emulator import assert_retries as assert_retries
-    from .failures import TraceFailure as TraceFailure
-    from .faults import CorruptCrc as CorruptCrc
-    from .faults import CorruptFrame as CorruptFrame
-    from .faults import DropTerminal as DropTerminal
-    from .faults import FaultError as FaultError
-    from .faults import GarbleToolArguments as GarbleToolArguments
-    from .faults import HttpError as HttpError
-    from .faults import InjectError as InjectError
-    from .faults import Latency as Latency
-    from .faults import Rechunk as Rechunk
-    from .faults import Stall as Stall
-    from .faults import TruncateAfter as TruncateAfter
-    from .invariants import InvariantViolation as InvariantViolation
-    from .invariants import Violation as Violation
-    from .invariants import check_invariants as check_invariants
-    from .invariants import check_rechunk_invariance as check_rechunk_invariance
-    from .invariants import find_violations as find_violations
-    from .recording import add_trace_listener as add_trace_listener
-    from .recording import remove_trace_listener as remove_trace_listener
-    from .report import Coverage as Coverage
-    from .report import exhibited as exhibited
-    from .report import trace_record as trace_record
-    from .report import write_html as write_html
-    from .scenarios import Scenario as Scenario
-    from .scenarios import ScenarioError as ScenarioError
-    from .scenarios import ScenarioResult as ScenarioResult
-    from .scenarios import load_scenario as load_scenario
-    from .scenarios import run_scenario as run_scenario
-    from .scenarios import scenario_factory as scenario_factory
-    from .scenarios.scaffold import ScaffoldError as ScaffoldError
-    from .scenarios.scaffold import scaffold_cassette as scaffold_cassette
-    from .scenarios.scaffold_record import scaffold_record as scaffold_record
-    from .schema_provider import SchemaDrivenProvider as SchemaDrivenProvider
-    from .scripted import ModelRequest as ModelRequest
-    from .scripted import ScriptedCall as ScriptedCall
-    from .scripted import ScriptedProvider as ScriptedProvider
-    from .scripted import ScriptedTurn as ScriptedTurn
-    from .scripted import ScriptError as ScriptError
-    from .scripted import UnconsumedTurns as UnconsumedTurns
-    from .scripted import UnexpectedModelCall as UnexpectedModelCall
-    from .scripted import aborted_turn as aborted_turn
-    from .scripted import call as call
-    from .scripted import cut_turn as cut_turn
-    from .scripted import error_turn as error_turn
-    from .scripted import raising_turn as raising_turn
-    from .scripted import think as think
-    from .scripted import turn as turn
-    from .snapshot import TraceSnapshotExtension as TraceSnapshotExtension
-    from .steering import Delivery as Delivery
-    from .steering import ScheduleEntry as ScheduleEntry
-    from .steering import SteeringSchedule as SteeringSchedule
-    from .trace import LoopTrace as LoopTrace
-    from .trace import render_snapshot as render_snapshot
-    from .trace import render_timeline as render_timeline
-    from .trace import run_loop as run_loop
-    from .trace import run_loop_sync as run_loop_sync
-    from .trajectory import Approx as Approx
-    from .trajectory import MatcherError as MatcherError
-    from .trajectory import Matches as Matches
-    from .trajectory import TrajectoryMismatch as TrajectoryMismatch
-    from .trajectory import assert_trajectory as assert_trajectory
-    from .tree import TraceTree as TraceTree
-    from .tree import run_exec as run_exec
-    from .tree import run_exec_sync as run_exec_sync
-    from .usage import Prices as Prices
-    from .usage import UsageError as UsageError
-    from .usage import UsageOverBudget as UsageOverBudget
-    from .usage import UsageTotals as UsageTotals
-    from .usage import assert_usage as assert_usage
-    from .usage import usage_of as usage_of
 
 _EXPORTS: dict[str, str] = {
-    "CorruptCrc": "faults",
-    "CorruptFrame": "faults",
-    "DropTerminal": "faults",
-    "FaultError": "faults",
-    "GarbleToolArguments": "faults",
-    "HttpError": "faults",
-    "InjectError": "faults",
-    "Latency": "faults",
-    "Rechunk": "faults",
-    "Stall": "faults",
-    "TruncateAfter": "faults",
+    "CorruptCrc": "transport.faults",
+    "CorruptFrame": "transport.faults",
+    "DropTerminal": "transport.faults",
+    "FaultError": "transport.faults",
+    "GarbleToolArguments": "transport.faults",
+    "HttpError": "transport.faults",
+    "InjectError": "transport.faults",
+    "Latency": "transport.faults",
+    "Rechunk": "transport.faults",
+    "Stall": "transport.faults",
+    "TruncateAfter": "transport.faults",
     "REDACTED": "cassettes",
     "RedactionRules": "cassettes",
     "Redactor": "cassettes",
     "ScriptExhaustedWarning": "cassettes",
     "load_interactions": "cassettes",
-    "TraceSnapshotExtension": "snapshot",
+    "TraceSnapshotExtension": "judges.snapshot",
     "Coverage": "report",
     "exhibited": "report",
     "trace_record": "report",
     "write_html": "report",
-    "assert_final_text": "assertions",
-    "assert_model_calls": "assertions",
-    "assert_recovered": "assertions",
-    "assert_skipped": "assertions",
-    "assert_terminated": "assertions",
-    "assert_tool_results": "assertions",
+    "assert_final_text": "judges.assertions",
+    "assert_model_calls": "judges.assertions",
+    "assert_recovered": "judges.assertions",
+    "assert_skipped": "judges.assertions",
+    "assert_terminated": "judges.assertions",
+    "assert_tool_results": "judges.assertions",
     "CassetteError": "cassettes",
     "CassetteMismatch": "cassettes",
     "CassetteSession": "cassettes",
@@ -150,65 +161,65 @@ _EXPORTS: dict[str, str] = {
     "ProviderEmulator": "emulator",
     "RetryTimingError": "emulator",
     "assert_retries": "emulator",
-    "TraceFailure": "failures",
-    "InvariantViolation": "invariants",
-    "Violation": "invariants",
-    "check_invariants": "invariants",
-    "check_rechunk_invariance": "invariants",
-    "find_violations": "invariants",
-    "add_trace_listener": "recording",
-    "remove_trace_listener": "recording",
-    "SchemaDrivenProvider": "schema_provider",
+    "TraceFailure": "base.failures",
+    "InvariantViolation": "judges.invariants",
+    "Violation": "judges.invariants",
+    "check_invariants": "judges.invariants",
+    "check_rechunk_invariance": "judges.invariants",
+    "find_violations": "judges.invariants",
+    "add_trace_listener": "base.recording",
+    "remove_trace_listener": "base.recording",
+    "SchemaDrivenProvider": "transport.schema_provider",
     "Scenario": "scenarios",
     "ScenarioError": "scenarios",
     "ScenarioResult": "scenarios",
     "load_scenario": "scenarios",
     "scenario_factory": "scenarios",
     "run_scenario": "scenarios",
-    "ScaffoldError": "scenarios.scaffold",
-    "scaffold_cassette": "scenarios.scaffold",
-    "scaffold_record": "scenarios.scaffold_record",
-    "ModelRequest": "scripted",
-    "ScriptError": "scripted",
-    "ScriptedCall": "scripted",
-    "ScriptedProvider": "scripted",
-    "ScriptedTurn": "scripted",
-    "UnconsumedTurns": "scripted",
-    "UnexpectedModelCall": "scripted",
-    "aborted_turn": "scripted",
-    "call": "scripted",
-    "cut_turn": "scripted",
-    "error_turn": "scripted",
-    "raising_turn": "scripted",
-    "think": "scripted",
-    "turn": "scripted",
-    "Delivery": "steering",
-    "ScheduleEntry": "steering",
-    "SteeringSchedule": "steering",
-    "SteeringNotFired": "conditions",
-    "DialogueMismatch": "dialogue",
-    "UserLine": "dialogue",
-    "LoopTrace": "trace",
-    "render_snapshot": "trace",
-    "render_timeline": "trace",
-    "run_loop": "trace",
-    "run_loop_sync": "trace",
-    "Approx": "trajectory",
-    "MatcherError": "trajectory",
-    "Matches": "trajectory",
-    "TrajectoryMismatch": "trajectory",
-    "assert_trajectory": "trajectory",
-    "TraceTree": "tree",
-    "CapturedRuns": "capture",
-    "capture_runs": "capture",
-    "run_exec": "tree",
-    "run_exec_sync": "tree",
-    "Prices": "usage",
-    "UsageError": "usage",
-    "UsageOverBudget": "usage",
-    "UsageTotals": "usage",
-    "assert_usage": "usage",
-    "usage_of": "usage",
+    "ScaffoldError": "frontends.scenarios.scaffold",
+    "scaffold_cassette": "frontends.scenarios.scaffold",
+    "scaffold_record": "frontends.scenarios.scaffold_record",
+    "ModelRequest": "transport.scripted",
+    "ScriptError": "transport.scripted",
+    "ScriptedCall": "transport.scripted",
+    "ScriptedProvider": "transport.scripted",
+    "ScriptedTurn": "transport.scripted",
+    "UnconsumedTurns": "transport.scripted",
+    "UnexpectedModelCall": "transport.scripted",
+    "aborted_turn": "transport.scripted",
+    "call": "transport.scripted",
+    "cut_turn": "transport.scripted",
+    "error_turn": "transport.scripted",
+    "raising_turn": "transport.scripted",
+    "think": "transport.scripted",
+    "turn": "transport.scripted",
+    "Delivery": "core.steering",
+    "ScheduleEntry": "core.steering",
+    "SteeringSchedule": "core.steering",
+    "SteeringNotFired": "core.conditions",
+    "DialogueMismatch": "core.dialogue",
+    "UserLine": "core.dialogue",
+    "LoopTrace": "core.trace",
+    "render_snapshot": "core.trace",
+    "render_timeline": "core.trace",
+    "run_loop": "core.trace",
+    "run_loop_sync": "core.trace",
+    "Approx": "judges.trajectory",
+    "MatcherError": "judges.trajectory",
+    "Matches": "judges.trajectory",
+    "TrajectoryMismatch": "judges.trajectory",
+    "assert_trajectory": "judges.trajectory",
+    "TraceTree": "core.tree",
+    "CapturedRuns": "core.capture",
+    "capture_runs": "core.capture",
+    "run_exec": "core.tree",
+    "run_exec_sync": "core.tree",
+    "Prices": "judges.usage",
+    "UsageError": "judges.usage",
+    "UsageOverBudget": "judges.usage",
+    "UsageTotals": "judges.usage",
+    "assert_usage": "judges.usage",
+    "usage_of": "judges.usage",
 }
 """Where each public name lives (module under this package)."""
 

@@ -1,8 +1,8 @@
 """Package front doors that load each name on first use.
 
-The harness's packages (the front door, ``cassettes``, ``scenarios``) keep importing cheap: a
-name is imported from its module the first time it is read, then cached on the package, so the
-plugin and the CLI never pay for vcrpy, PyYAML or pydantic they do not use."""
+The harness's front doors (the package itself, ``cassettes``, ``scenarios``) keep importing cheap:
+a name is imported from its module the first time it is read, then cached on the front door, so
+the plugin and the CLI never pay for vcrpy, PyYAML or pydantic they do not use."""
 
 from __future__ import annotations
 
@@ -11,19 +11,22 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+_HARNESS = __name__.rpartition(".")[0]
+
 
 def lazy_names(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps each public name to the
-    module under the package that defines it."""
+    """``(__getattr__, __dir__)`` for the front door ``package``: ``exports`` maps each public
+    name to the module that defines it, named under the harness (``"core.trace"``), wherever
+    the front door itself sits."""
     namespace = sys.modules[package].__dict__
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f".{module}", package), name)
+        value = getattr(importlib.import_module(f"{_HARNESS}.{module}"), name)
         namespace[name] = value
         return value
 

@@ -245,7 +245,7 @@ def test_a_w10_configuration_that_does_not_pass_every_scenario_fails(tmp_path: P
     )
     with pytest.raises(BenchError, match="exit code 1"):
         scenario_suite.run_child(
-            ["-m", "openprogram_testing.cli", "run", str(suite.scenarios)],
+            ["-m", "openprogram_testing.frontends.cli.main", "run", str(suite.scenarios)],
             suite.folder,
             r"2 passed",
             "run",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram_testing.cassettes import load_interactions
-from openprogram_testing.faults import frame_data, frame_event, is_sse, split_frames
+from openprogram_testing.transport.faults import frame_data, frame_event, is_sse, split_frames
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import yaml
 from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import NORMALISATIONS, CassetteError, use_cassette
-from openprogram_testing.cassettes.matching import BodyMatch, model_call_api
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.scenarios import run_scenario
-from openprogram_testing.trace import run_loop
+from openprogram_testing.transport.cassettes.matching import BodyMatch, model_call_api
 from tests.scenarios._scenarios import load_error
 
 pytest_plugins = ["pytester"]
@@ -210,7 +210,7 @@ def test_a_scenario_with_a_bad_ignore_path_does_not_load(tmp_path: Path) -> None
 TESTS = f"""
 import pytest
 from openprogram.providers.openai_chat import OpenAIChatProvider
-from openprogram_testing.trace import run_loop
+from openprogram_testing.core.trace import run_loop
 
 ADD = {{"spec": {ADD["spec"]!r}, "execute": lambda args: str(args["a"] + args["b"])}}
 

@@ -21,8 +21,8 @@ from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.types import AssistantMessage, ToolCall
-from openprogram_testing.faults import Rechunk, TruncateAfter, split_frames
-from openprogram_testing.trace import LoopTrace, run_loop
+from openprogram_testing.core.trace import LoopTrace, run_loop
+from openprogram_testing.transport.faults import Rechunk, TruncateAfter, split_frames
 from tests.cassettes._cassette_catalog import (
     RECORDINGS,
     STREAMING,

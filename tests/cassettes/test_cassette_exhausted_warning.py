@@ -10,8 +10,8 @@ import pytest
 
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import ScriptExhaustedWarning, load_interactions, use_cassette
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.trace import run_loop
 
 
 @pytest.mark.parametrize("strict", [True, False])

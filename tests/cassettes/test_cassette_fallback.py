@@ -9,8 +9,8 @@ import pytest
 
 from openprogram_testing import call, turn
 from openprogram_testing.cassettes import CassetteError
-from openprogram_testing.faults import HttpError
-from openprogram_testing.trace import run_loop
+from openprogram_testing.core.trace import run_loop
+from openprogram_testing.transport.faults import HttpError
 from tests.cassettes.test_cassette_playback import chat, chat_stream, interaction, replay, write
 
 HTTP_503 = {0: [HttpError(503)]}
@@ -91,7 +91,7 @@ async def test_a_traffic_observer_sees_the_fallback_turn_and_changes_nothing(hel
     fallback read the address of an emulator that never listens: the answer became
     ``RuntimeError: the emulator is not started`` and the run failed only when observed.  Now
     the fallback announces its own exchange (source ``script``) and the run is the same."""
-    from openprogram_testing.recording import (
+    from openprogram_testing.base.recording import (
         HttpExchange,
         add_exchange_listener,
         remove_exchange_listener,

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST = """
 import pytest
 from openprogram.providers.openai_chat import OpenAIChatProvider
-from openprogram_testing.faults import HttpError
-from openprogram_testing.trace import run_loop
+from openprogram_testing.transport.faults import HttpError
+from openprogram_testing.core.trace import run_loop
 
 ADD = {{"spec": {{"name": "add", "description": "Add two integers.", "parameters": {{
     "type": "object", "properties": {{"a": {{"type": "integer"}}, "b": {{"type": "integer"}}}},
@@ -91,5 +91,9 @@ def test_unplayed(cassette):
             "*CassetteError: cassette *loop.yaml: 2 of 2 recorded interaction(s) were never played*",
         ]
     )
-    for frame in ("contextlib.py", "cassettes/session.py", "openprogram_testing/plugin.py"):
+    for frame in (
+        "contextlib.py",
+        "cassettes/session.py",
+        "openprogram_testing/frontends/pytest/plugin.py",
+    ):
         assert frame not in out, frame

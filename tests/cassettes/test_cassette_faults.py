@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openprogram_testing.faults import (
+from openprogram_testing.transport.faults import (
     GARBLE_PREFIX,
     CorruptFrame,
     DropTerminal,

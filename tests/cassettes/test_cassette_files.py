@@ -20,7 +20,7 @@ from openprogram_testing.cassettes import (
     load_interactions,
     use_cassette,
 )
-from openprogram_testing.trace import run_loop
+from openprogram_testing.core.trace import run_loop
 from tests.cassettes._cassette_catalog import RECORDINGS, WITHOUT_ADAPTER
 from tests.cassettes.test_cassette_playback import chat_stream, tool_stream
 

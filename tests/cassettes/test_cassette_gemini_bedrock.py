@@ -283,7 +283,7 @@ def test_a_replay_only_cassette_refuses_an_sdk_request_it_lacks(tmp_path: Path) 
 
 def test_both_sdks_record_against_the_emulator_and_replay_without_it(tmp_path: Path) -> None:
     from openprogram_testing.emulator import ProviderEmulator
-    from openprogram_testing.scripted import call, turn
+    from openprogram_testing.transport.scripted import call, turn
 
     script = [turn(call("get_weather", {"city": "Paris"})), "Sunny in Paris.", "Rainy in Oslo."]
     path = tmp_path / "emulated.yaml"

@@ -12,13 +12,13 @@ import re
 import pytest
 
 from openprogram_testing.cassettes import CassetteError, use_cassette
-from openprogram_testing.cassettes.matching import (
+from openprogram_testing.core.trace import run_loop
+from openprogram_testing.transport.cassettes.matching import (
     BodyMatch,
     ListLength,
     first_json_difference,
     resized,
 )
-from openprogram_testing.trace import run_loop
 from tests.cassettes.test_cassette_body_matching import ADD, CHAT_LOOP, chat
 
 HINT = re.compile(r"ignore_paths=\['([^']+)'\]")

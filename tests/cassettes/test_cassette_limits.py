@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing import safeyaml
+from openprogram_testing.base import safeyaml
 from openprogram_testing.cassettes import CassetteError, load_interactions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cassettes import files
 from openprogram_testing.scenarios import run_scenario
+from openprogram_testing.transport.cassettes import files
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "scenario_40_cassette_openai_chat_weather.yaml"

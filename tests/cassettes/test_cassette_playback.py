@@ -24,7 +24,8 @@ from openprogram_testing.cassettes import (
     first_json_difference,
     use_cassette,
 )
-from openprogram_testing.faults import (
+from openprogram_testing.core.trace import run_loop
+from openprogram_testing.transport.faults import (
     CorruptFrame,
     DropTerminal,
     GarbleToolArguments,
@@ -34,7 +35,6 @@ from openprogram_testing.faults import (
     Stall,
     TruncateAfter,
 )
-from openprogram_testing.trace import run_loop
 from tests.providers._adapters_http import anthropic_end, anthropic_start, anthropic_text, sse
 from tests.providers._helper import ADD_TEXT
 

@@ -16,10 +16,10 @@ import pytest
 from openprogram.providers import guard
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing.cassettes import CassetteSession
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.faults import TruncateAfter
-from openprogram_testing.scripted import call, turn
-from openprogram_testing.trace import run_loop
+from openprogram_testing.transport.faults import TruncateAfter
+from openprogram_testing.transport.scripted import call, turn
 from tests.providers._helper import ADD_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ async def test_the_marker_passes_mutations(cassette: CassetteSession) -> None:
 
 NAMES = """
 import json, pathlib, pytest
-from openprogram_testing.plugin import _cassette_path
+from openprogram_testing.frontends.pytest.plugin import _cassette_path
 
 @pytest.mark.parametrize("x", ["a/b", "a-b", "ab", "a:b"])
 def test_t(request, x):

@@ -26,9 +26,9 @@ from openprogram_testing.cassettes import (
     load_interactions,
     use_cassette,
 )
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.scripted import call, turn
-from openprogram_testing.trace import run_loop
+from openprogram_testing.transport.scripted import call, turn
 
 CANARY_KEY = "sk-canary-KEY-0123456789abcdefghij"
 CANARY_ORG = "org-CanaryOrganisation0123456789"

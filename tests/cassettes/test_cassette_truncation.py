@@ -20,9 +20,9 @@ import httpx2
 import pytest
 
 from openprogram_testing.cassettes import load_interactions
-from openprogram_testing.faults import TruncateAfter
-from openprogram_testing.wire import FORMATS, eventstream
-from openprogram_testing.wire.sse import split_frames
+from openprogram_testing.transport.faults import TruncateAfter
+from openprogram_testing.transport.wire import FORMATS, eventstream
+from openprogram_testing.transport.wire.sse import split_frames
 from tests.cassettes._cassette_catalog import WITHOUT_ADAPTER, replay_shared
 
 
@@ -193,7 +193,7 @@ def test_frame_faults_on_both_framings_reach_the_sdks(conformance_cassettes: Pat
     payload arrives as an empty event);
     dropping the terminal frames leaves a stream without ``messageStop``/``finishReason``;
     corrupting a Gemini SSE frame makes google-genai raise: replayed from the recordings."""
-    from openprogram_testing.faults import CorruptCrc, CorruptFrame, DropTerminal
+    from openprogram_testing.transport.faults import CorruptCrc, CorruptFrame, DropTerminal
 
     name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
     (recorded,) = load_interactions(conformance_cassettes / name)
@@ -236,7 +236,7 @@ def test_stalls_and_dropped_connections_reach_botocore(conformance_cassettes: Pa
     raises while reading (not a clean end of the body)."""
     import time
 
-    from openprogram_testing.faults import Stall
+    from openprogram_testing.transport.faults import Stall
 
     name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
     (recorded,) = load_interactions(conformance_cassettes / name)
@@ -312,7 +312,7 @@ async def test_every_cut_ends_the_loop_in_one_clean_error_through_the_adapter(
     ``error`` at model call j + 1, for every j and every k before the terminal frame."""
     import asyncio
 
-    from openprogram_testing.trace import run_loop
+    from openprogram_testing.core.trace import run_loop
 
     api = WITHOUT_ADAPTER[name]
     recorded = load_interactions(conformance_cassettes / name)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.cassettes import CassetteError, vcr_internals
+from openprogram_testing.cassettes import CassetteError
+from openprogram_testing.transport.cassettes import vcr_internals
 
 
 def test_every_required_internal_exists_with_the_expected_signature() -> None:

@@ -8,10 +8,10 @@ import asyncio
 from openprogram import Runtime
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram_testing import run_exec
+from openprogram_testing.base.recording import annotate_in_flight
+from openprogram_testing.core.trace import LoopTrace, run_loop
 from openprogram_testing.emulator import Fault, ProviderEmulator
-from openprogram_testing.recording import annotate_in_flight
-from openprogram_testing.scripted import call, turn
-from openprogram_testing.trace import LoopTrace, run_loop
+from openprogram_testing.transport.scripted import call, turn
 from tests.runtime._agents import research_agent
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from openprogram_testing.cassettes import load_interactions
 from openprogram_testing.emulator import Fault, ProviderEmulator
-from openprogram_testing.scripted import ModelRequest, call, error_turn, think, turn
-from openprogram_testing.wire import FORMATS, eventstream, sse
+from openprogram_testing.transport.scripted import ModelRequest, call, error_turn, think, turn
+from openprogram_testing.transport.wire import FORMATS, eventstream, sse
 from tests.conftest import require_conformance_dir
 
 genai = pytest.importorskip("google.genai")
@@ -618,7 +618,7 @@ def test_gemini_chunks_have_the_recorded_shape(emu):
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 def test_inject_error_fault(emu, endpoint):
-    from openprogram_testing.faults import InjectError
+    from openprogram_testing.transport.faults import InjectError
 
     emu.add(turn("hello", chunk_size=1), faults=[InjectError(2, "busy")])
     frames = frames_of(endpoint, post(emu, endpoint).content)
@@ -630,7 +630,7 @@ def test_inject_error_fault(emu, endpoint):
 
 
 def test_garble_fault_on_converse_stream(emu):
-    from openprogram_testing.faults import GARBLE_PREFIX, GarbleToolArguments
+    from openprogram_testing.transport.faults import GARBLE_PREFIX, GarbleToolArguments
 
     emu.add(turn(call("add", {"a": 1}), chunk_size=3), faults=[GarbleToolArguments(0)])
     events = payloads(post(emu, "bedrock").content)

@@ -7,7 +7,7 @@ import json
 import time
 
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.scripted import ModelRequest
+from openprogram_testing.transport.scripted import ModelRequest
 
 CLIENTS = 1_000
 

@@ -17,7 +17,7 @@ from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
-from openprogram_testing.scripted import (
+from openprogram_testing.transport.scripted import (
     ModelRequest,
     ScriptedProvider,
     call,

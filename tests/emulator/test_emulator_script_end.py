@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from openprogram_testing.emulator import EXHAUSTED_HEADER, ProviderEmulator
-from openprogram_testing.scripted import UnexpectedModelCall
+from openprogram_testing.transport.scripted import UnexpectedModelCall
 
 USER = {"model": "m", "messages": [{"role": "user", "content": "still there?"}]}
 
@@ -75,7 +75,7 @@ def test_the_header_is_absent_while_the_script_lasts_even_on_faults() -> None:
 
 
 def test_mutations_built_directly_are_checked_when_added() -> None:
-    from openprogram_testing.faults import CorruptFrame, HttpError, Stall, TruncateAfter
+    from openprogram_testing.transport.faults import CorruptFrame, HttpError, Stall, TruncateAfter
 
     for fault in (HttpError(700), TruncateAfter(-1), Stall(-1.0), CorruptFrame(True)):
         with pytest.raises(ValueError):

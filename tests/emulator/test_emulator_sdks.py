@@ -29,7 +29,7 @@ from openprogram_testing.emulator import (
     main_emulator,
     serve,
 )
-from openprogram_testing.scripted import (
+from openprogram_testing.transport.scripted import (
     ModelRequest,
     ScriptedTurn,
     UnconsumedTurns,
@@ -1185,7 +1185,7 @@ async def test_provider_emulator_fixture(provider_emulator):
 
 
 async def test_an_emulator_bug_is_a_clear_500_not_a_hang(emu, monkeypatch):
-    import openprogram_testing.emulator.server as module
+    import openprogram_testing.transport.emulator.server as module
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("parser exploded")

@@ -16,7 +16,7 @@ from openprogram import AgentContext, LoopConfig, agent_loop
 from openprogram.types import Usage
 from openprogram_testing.cassettes import use_cassette
 from openprogram_testing.emulator import ProviderEmulator, main_emulator
-from openprogram_testing.scripted import call, turn
+from openprogram_testing.transport.scripted import call, turn
 from tests.providers._helper import ADD
 
 genai = pytest.importorskip("google.genai")
@@ -216,7 +216,7 @@ SNAKE_BODY = {
 
 
 def _camel(body: dict[str, Any]) -> dict[str, Any]:
-    from openprogram_testing.wire.gemini import camel_keys
+    from openprogram_testing.transport.wire.gemini import camel_keys
 
     return camel_keys(body)  # type: ignore[no-any-return]
 
@@ -239,7 +239,7 @@ def test_gemini_requests_parse_in_both_spellings(emu, spelling):
 
 
 def test_camel_keys_keeps_user_data_and_prefers_camel_case():
-    from openprogram_testing.wire.gemini import camel_keys
+    from openprogram_testing.transport.wire.gemini import camel_keys
 
     body = {
         "contents": [{"parts": [{"function_call": {"name": "f", "args": {"first_name": "A"}}}]}],
@@ -335,7 +335,7 @@ def test_show_describes_gemini_requests_in_either_spelling():
     """``openprogram-testing show`` reads a recorded Gemini request as the emulator does."""
     from pathlib import Path
 
-    from openprogram_testing.commands import render_cassette
+    from openprogram_testing.frontends.cli.commands import render_cassette
 
     uri = "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:generateContent"
     shown = []

@@ -1,7 +1,7 @@
 """The fault meta-test: every fault kind bites, or is refused, on every wire API, served by the
 emulator and by a cassette.
 
-The kinds are read from ``openprogram_testing.faults`` itself (every ``Mutation`` subclass), so
+The kinds are read from ``openprogram_testing.transport.faults`` itself (every ``Mutation`` subclass), so
 a new kind fails here until it has an example below and bites.  For each kind × API × side, the
 same tool-call run is made unfaulted and faulted through the real adapter; the faulted run's
 observable outcome (termination, error, calls, results, text; for the faults that shape serving
@@ -20,11 +20,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from openprogram_testing import faults
 from openprogram_testing.cassettes import CassetteError, use_cassette
-from openprogram_testing.cassettes.files import headers_as_lists
+from openprogram_testing.core.trace import run_loop_sync
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.faults import (
+from openprogram_testing.frontends.scenarios.replay import cassette_adapter, replay_provider
+from openprogram_testing.transport import faults
+from openprogram_testing.transport.cassettes.files import headers_as_lists
+from openprogram_testing.transport.faults import (
     CorruptCrc,
     CorruptFrame,
     DropTerminal,
@@ -37,9 +39,7 @@ from openprogram_testing.faults import (
     Stall,
     TruncateAfter,
 )
-from openprogram_testing.scenarios.replay import cassette_adapter, replay_provider
-from openprogram_testing.scripted import call, turn
-from openprogram_testing.trace import run_loop_sync
+from openprogram_testing.transport.scripted import call, turn
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "What is the weather in Paris?"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from openprogram_testing.cassettes import load_interactions
-from openprogram_testing.faults import (
+from openprogram_testing.transport.faults import (
     GARBLE_PREFIX,
     CorruptCrc,
     CorruptFrame,
@@ -23,7 +23,7 @@ from openprogram_testing.faults import (
     TruncateAfter,
     apply_mutations,
 )
-from openprogram_testing.wire import eventstream, sse
+from openprogram_testing.transport.wire import eventstream, sse
 from tests.conftest import require_conformance_dir
 
 EVENT_STREAMS = [

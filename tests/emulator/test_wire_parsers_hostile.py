@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram_testing.wire import FORMATS
+from openprogram_testing.transport.wire import FORMATS
 
 KEYS = [
     "messages",

@@ -21,7 +21,7 @@ from openprogram_testing import (
     turn,
     use_cassette,
 )
-from openprogram_testing.faults import GarbleToolArguments, HttpError
+from openprogram_testing.transport.faults import GarbleToolArguments, HttpError
 from tests.frameworks._frameworks import BROKEN, SECRET, need, results, roles, tool_round
 
 litellm = need("litellm")

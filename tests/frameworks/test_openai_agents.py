@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from openprogram_testing import Fault, ProviderEmulator, assert_retries, call, turn, use_cassette
-from openprogram_testing.faults import GarbleToolArguments, HttpError
+from openprogram_testing.transport.faults import GarbleToolArguments, HttpError
 from tests.frameworks._frameworks import BROKEN, SECRET, need, results, roles, tool_round
 
 agents = need("agents")

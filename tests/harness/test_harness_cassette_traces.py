@@ -41,7 +41,7 @@ def _replay(folder: Path, mutations=(), schedule=None):  # type: ignore[no-untyp
 def test_recorded_parallel_calls_satisfy_invariants_and_snapshot_stably(
     conformance_cassettes: Path,
 ) -> None:
-    from openprogram_testing.faults import Rechunk
+    from openprogram_testing.transport.faults import Rechunk
 
     plain = _replay(conformance_cassettes)
     check_invariants(plain)

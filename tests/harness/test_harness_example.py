@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.extras import INSTALL_LINE
+from openprogram_testing.base.extras import INSTALL_LINE
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "city_agent"

@@ -87,7 +87,7 @@ def test_wrong_text(scripted_provider, exec_runner):
     out = result.stdout.str()
     assert '>       assert_final_text(tree, "bye")' in out
     assert (
-        "E       openprogram_testing.failures.TraceFailure: expected final text 'bye', got 'hello'"
+        "E       openprogram_testing.base.failures.TraceFailure: expected final text 'bye', got 'hello'"
         in out
     )
     assert "def assert_final_text" not in out and "assertions.py" not in out

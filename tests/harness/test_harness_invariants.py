@@ -25,7 +25,7 @@ from openprogram_testing import (
     think,
     turn,
 )
-from openprogram_testing.steering import Delivery
+from openprogram_testing.core.steering import Delivery
 from tests.harness._harness import Events, add_calls, add_tool, failing_tool, simple_run
 
 # -- real runs satisfy every invariant --------------------------------------------------------
@@ -404,7 +404,7 @@ def test_only_selects_invariants_and_rejects_unknown_numbers() -> None:
 
 
 def test_each_rule_is_a_public_check_named_for_what_it_checks() -> None:
-    import openprogram_testing.invariants as invariants
+    import openprogram_testing.judges.invariants as invariants
 
     single = [rule for rule in invariants.INVARIANTS if rule.check is not None]
     assert [rule.number for rule in invariants.INVARIANTS] == list(range(1, 11))

@@ -68,14 +68,14 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
 
 
 MINE = (
-    "openprogram_testing.trace",
-    "openprogram_testing.render",
-    "openprogram_testing.steering",
-    "openprogram_testing.assertions",
-    "openprogram_testing.invariants",
-    "openprogram_testing.snapshot",
-    "openprogram_testing.scripted",
-    "openprogram_testing.plugin",
+    "openprogram_testing.core.trace",
+    "openprogram_testing.core.render",
+    "openprogram_testing.core.steering",
+    "openprogram_testing.judges.assertions",
+    "openprogram_testing.judges.invariants",
+    "openprogram_testing.judges.snapshot",
+    "openprogram_testing.transport.scripted",
+    "openprogram_testing.frontends.pytest.plugin",
 )
 
 
@@ -86,7 +86,7 @@ def test_the_trace_modules_import_no_cycle() -> None:
 
 
 def test_render_does_not_import_trace() -> None:
-    assert "openprogram_testing.trace" not in _graph()["openprogram_testing.render"]
+    assert "openprogram_testing.core.trace" not in _graph()["openprogram_testing.core.render"]
 
 
 def test_the_invariant_checks_live_in_their_own_module() -> None:

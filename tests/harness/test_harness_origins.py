@@ -1,6 +1,6 @@
 """Every view of a run says the same thing about where each user message came from: the
 timeline, the trace snapshot, the HTML report's record and the behaviour counts all read
-``openprogram_testing.rounds``."""
+``openprogram_testing.core.rounds``."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from openprogram_testing import (
     run_loop_sync,
     turn,
 )
+from openprogram_testing.core.rounds import message_origin, split_rounds
 from openprogram_testing.report import trace_record
-from openprogram_testing.rounds import message_origin, split_rounds
 
 ORIGINS = ("prompt", "steering", "follow_up", "user")
 

@@ -76,7 +76,7 @@ def _loaded_after(code: str) -> list[str]:
         "from openprogram_testing import SteeringSchedule, LoopTrace, check_invariants",
         "from openprogram_testing import TraceTree, run_exec_sync",
         "from openprogram_testing import assert_terminated, render_timeline",
-        "import openprogram_testing.plugin",
+        "import openprogram_testing.frontends.pytest.plugin",
     ],
 )
 def test_importing_loads_no_heavy_dependency(code: str) -> None:

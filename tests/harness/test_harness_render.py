@@ -13,7 +13,7 @@ from openprogram_testing import (
     think,
     turn,
 )
-from openprogram_testing.snapshot import TraceSnapshotExtension
+from openprogram_testing.judges.snapshot import TraceSnapshotExtension
 from tests.harness._harness import add_tool
 
 LOOKUP_DIGEST = "31241726d11f0ca3"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram_testing.snapshot import STEM_BUDGET, safe_stem
+from openprogram_testing.judges.snapshot import STEM_BUDGET, safe_stem
 
 pytest_plugins = ["pytester"]
 

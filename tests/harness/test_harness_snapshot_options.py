@@ -9,7 +9,7 @@ from syrupy.filters import props
 from syrupy.matchers import path_type
 
 from openprogram_testing import ScriptedProvider, render_snapshot, run_loop_sync
-from openprogram_testing.snapshot import SnapshotOptionRefused, TraceSnapshotExtension
+from openprogram_testing.judges.snapshot import SnapshotOptionRefused, TraceSnapshotExtension
 
 pytest_plugins = ["pytester"]
 

@@ -11,11 +11,11 @@ import pytest
 
 from openprogram import Registry, Runtime, function
 from openprogram_testing import ScriptedProvider, call, render_snapshot, run_exec_sync, turn
-from openprogram_testing.model_input import schema_digest
-from openprogram_testing.render import SNAPSHOT_FORMAT, snapshot_format_problem
+from openprogram_testing.core.model_input import schema_digest
+from openprogram_testing.core.render import SNAPSHOT_FORMAT, snapshot_format_problem
+from openprogram_testing.core.trace import run_loop_sync
+from openprogram_testing.judges.snapshot import TraceSnapshotExtension
 from openprogram_testing.scenarios import load_scenario, run_scenario
-from openprogram_testing.snapshot import TraceSnapshotExtension
-from openprogram_testing.trace import run_loop_sync
 from tests.runtime._agents import register_answers, research_agent, research_script
 
 pytest_plugins = ["pytester"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from openprogram_testing import ScriptedProvider, SteeringSchedule, call, run_loop_sync, turn
-from openprogram_testing.conditions import SteeringConditionError
+from openprogram_testing.core.conditions import SteeringConditionError
 from tests.harness._harness import add_tool
 
 

@@ -21,7 +21,7 @@ from openprogram_testing import (
     run_loop_sync,
     turn,
 )
-from openprogram_testing.conditions import SteeringConditionError
+from openprogram_testing.core.conditions import SteeringConditionError
 from tests.harness._harness import add_tool
 from tests.runtime._agents import register_add, register_research
 

@@ -24,8 +24,8 @@ from openprogram_testing import (
     run_exec_sync,
     turn,
 )
-from openprogram_testing.invariants import Violation, find_tree_violations
-from openprogram_testing.recording import annotate
+from openprogram_testing.base.recording import annotate
+from openprogram_testing.judges.invariants import Violation, find_tree_violations
 from tests.runtime._agents import register_answers, research_agent, research_script
 
 
@@ -233,7 +233,7 @@ def test_every_run_of_a_tree_knows_the_menu_it_offered() -> None:
 
 
 def test_run_exec_takes_check_invariants_as_the_docs_say(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openprogram_testing import tree as tree_module
+    from openprogram_testing.core import tree as tree_module
 
     def rt() -> Runtime:
         return Runtime(ScriptedProvider(["done"]), "m")

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from openprogram_testing.extras import INSTALL_LINE
+from openprogram_testing.base.extras import INSTALL_LINE
 
 BLOCKED = (
     "yaml",
@@ -91,7 +91,7 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         (tmp_path / name).write_text(textwrap.dedent(body), encoding="utf-8")
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "NO_COLOR": "1"}
     env.pop("PYTEST_ADDOPTS", None)
-    cmd = [sys.executable, "-c", LAUNCH, "-p", "openprogram_testing.plugin", *args]
+    cmd = [sys.executable, "-c", LAUNCH, "-p", "openprogram_testing.frontends.pytest.plugin", *args]
     return subprocess.run(
         cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from openprogram_testing import ScriptedProvider, call, run_loop_sync, turn
-from openprogram_testing.scripted import ScriptedTurn, ToolNotOffered
+from openprogram_testing.transport.scripted import ScriptedTurn, ToolNotOffered
 from tests.harness._harness import add_tool
 
 

@@ -92,7 +92,7 @@ def test_syrupy_session_and_location(request: pytest.FixtureRequest, tmp_path: P
     assert getattr(request.config, "_syrupy", None) is not None, moved("syrupy", "Config._syrupy")
     from syrupy.location import PyTestLocation
 
-    from openprogram_testing.scenarios.snapshots import _Site
+    from openprogram_testing.frontends.scenarios.snapshots import _Site
 
     path = tmp_path / "refund.yaml"
     try:
@@ -161,7 +161,7 @@ def test_botocore_stream_socket(bedrock_stream: Any) -> None:
 
 
 def test_vcrpy_parts() -> None:
-    from openprogram_testing.cassettes import vcr_internals
+    from openprogram_testing.transport.cassettes import vcr_internals
 
     missing = vcr_internals.missing_internals()
     assert missing == [], moved("vcrpy", f"vcr_internals.REQUIRED ({', '.join(missing)})")

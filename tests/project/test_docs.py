@@ -169,7 +169,7 @@ def _check_shell_line(words: list[str]) -> None:
     elif words[0] == "openprogram-testing":
         from typer.testing import CliRunner
 
-        from openprogram_testing.cli import app
+        from openprogram_testing.frontends.cli.main import app
 
         sub = [w for w in words[1:2] if not w.startswith("-")]
         result = CliRunner().invoke(app, [*sub, "--help"])

@@ -17,6 +17,8 @@ from hypothesis import given
 
 import openprogram.calls as calls_module
 from openprogram.texts import NOT_JSON_TEXT
+from openprogram_testing.frontends.strategies.agent import agent_problems
+from openprogram_testing.frontends.strategies.agent_export import save_agent_failure
 from openprogram_testing.scenarios import load_scenario, run_scenario
 from openprogram_testing.strategies import (
     AgentCall,
@@ -27,8 +29,6 @@ from openprogram_testing.strategies import (
     check_agent,
     check_agent_run,
 )
-from openprogram_testing.strategies.agent import agent_problems
-from openprogram_testing.strategies.agent_export import save_agent_failure
 from tests.properties._settings import fixed_settings
 from tests.properties._travel_agent import TOOLS, make_runtime, planner
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-import openprogram_testing.matchers as matchers_module
+import openprogram_testing.core.matchers as matchers_module
+from openprogram_testing.frontends.strategies.hostile_matchers import KINDS
 from openprogram_testing.strategies import (
     HostileExpectation,
     OutcomeMismatch,
     check_hostile_expectation,
     hostile_expectations,
 )
-from openprogram_testing.strategies.hostile_matchers import KINDS
 from tests.properties._settings import fixed_settings, half_property_settings
 
 _HALF = half_property_settings()

@@ -13,7 +13,7 @@ from hypothesis import given
 
 import openprogram.calls as calls_module
 import openprogram.loop as loop_module
-from openprogram_testing.invariants import InvariantViolation
+from openprogram_testing.judges.invariants import InvariantViolation
 from openprogram_testing.strategies import (
     HOSTILE_KINDS,
     HostileScenario,
@@ -81,7 +81,7 @@ def test_an_unserialisable_value_reported_wrongly_is_found(monkeypatch: pytest.M
 
 
 def test_a_run_that_swallows_a_source_failure_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openprogram_testing.strategies import hostile
+    from openprogram_testing.frontends.strategies import hostile
 
     real = HostileScenario.run
 

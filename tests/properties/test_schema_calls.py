@@ -11,8 +11,7 @@ import pytest
 from hypothesis import find, given, settings
 
 from openprogram_testing import ScriptedProvider, run_loop
-from openprogram_testing.schema_values import ArgumentGenerator, RandomSource, compiled_validator
-from openprogram_testing.scripted import turn
+from openprogram_testing.frontends.strategies.schema import CallLabel, label_applies
 from openprogram_testing.strategies import (
     ALL_LABELS,
     SchemaCall,
@@ -20,7 +19,12 @@ from openprogram_testing.strategies import (
     schema_calls,
     tool_model,
 )
-from openprogram_testing.strategies.schema import CallLabel, label_applies
+from openprogram_testing.transport.schema_values import (
+    ArgumentGenerator,
+    RandomSource,
+    compiled_validator,
+)
+from openprogram_testing.transport.scripted import turn
 from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 from tests.properties._settings import fixed_settings
 

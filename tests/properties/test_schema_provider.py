@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from openprogram_testing import SchemaDrivenProvider, run_loop_sync
-from openprogram_testing.schema_values import compiled_validator
 from openprogram_testing.strategies import tool_model
+from openprogram_testing.transport.schema_values import compiled_validator
 from tests.properties._schema_tools import REFUND_SCHEMA, book_hotel, get_order, refund
 
 TOOLS = [get_order, book_hotel, refund]

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given
 import openprogram.calls as calls_module
 import openprogram.loop as loop_module
 from openprogram.tools import make_result
-from openprogram_testing.invariants import InvariantViolation
+from openprogram_testing.judges.invariants import InvariantViolation
 from openprogram_testing.scenarios import arun_scenario, load_scenario, parse_scenario, run_scenario
 from openprogram_testing.strategies import (
     GeneratedScenario,

@@ -170,8 +170,8 @@ def test_calls_keep_their_meaning_when_a_tool_is_deleted() -> None:
     """The call table has the same length whatever the run declares, and a call to a tool the
     run does not declare is bound to a declared one (or to an unknown tool when there is none):
     deleting a tool while shrinking leaves every later draw meaning a comparable call."""
-    from openprogram_testing.strategies.generate import _call_table
-    from openprogram_testing.strategies.universe import TOOL_NAMES, UNKNOWN_TOOL
+    from openprogram_testing.frontends.strategies.generate import _call_table
+    from openprogram_testing.frontends.strategies.universe import TOOL_NAMES, UNKNOWN_TOOL
 
     full = _call_table(TOOL_NAMES, 3)
     assert all(len(_call_table(TOOL_NAMES, k)) == len(full) for k in range(4))

@@ -95,7 +95,7 @@ def event_frame(
 ) -> bytes:
     """One AWS event-stream message (the harness's framing: prelude, typed string headers, JSON
     payload with Bedrock's ``p`` padding, CRCs)."""
-    from openprogram_testing.wire.eventstream import encode_message
+    from openprogram_testing.transport.wire.eventstream import encode_message
 
     type_header = ":exception-type" if message_type == "exception" else ":event-type"
     headers = {

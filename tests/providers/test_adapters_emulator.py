@@ -22,7 +22,7 @@ from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.types import ToolResultMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
-from openprogram_testing.scripted import call, turn
+from openprogram_testing.transport.scripted import call, turn
 from tests.providers._google_aws import bedrock_at, gemini_at
 from tests.providers._helper import CTX, MUL, run_mul_loop
 

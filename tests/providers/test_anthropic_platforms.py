@@ -14,7 +14,7 @@ from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.base import StreamOptions
 from openprogram.types import ToolResultMessage
 from openprogram_testing.emulator import Fault, ProviderEmulator
-from openprogram_testing.scripted import call, turn
+from openprogram_testing.transport.scripted import call, turn
 from tests.providers._adapters_http import (
     Recorder,
     anthropic_end,

@@ -619,7 +619,7 @@ async def test_blocked_real_call_escapes() -> None:
 async def test_a_frame_whose_payload_is_not_json_is_malformed() -> None:
     """botocore turns such a payload into an empty event; the adapter notices the missing
     members instead of dropping the frame silently."""
-    from openprogram_testing.wire.eventstream import encode_message
+    from openprogram_testing.transport.wire.eventstream import encode_message
 
     events = converse_events([("text", "hi")])
     bad = encode_message(

@@ -13,10 +13,10 @@ import pytest
 
 from openprogram.providers import guard
 from openprogram_testing.cassettes import CassetteSession, use_cassette
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.faults import DropTerminal, TruncateAfter
-from openprogram_testing.scripted import call, turn
-from openprogram_testing.trace import run_loop
+from openprogram_testing.transport.faults import DropTerminal, TruncateAfter
+from openprogram_testing.transport.scripted import call, turn
 from tests.providers._google_aws import bedrock_at, gemini_at
 from tests.providers._helper import ADD_TEXT
 
@@ -54,7 +54,7 @@ def _frames(api: str) -> int:
     body = first["response"]["body"]["string"]
     if api == "gemini":
         return str(body).count("data:")
-    from openprogram_testing.wire.eventstream import split_messages
+    from openprogram_testing.transport.wire.eventstream import split_messages
 
     return len(split_messages(body if isinstance(body, bytes) else str(body).encode("latin-1")))
 

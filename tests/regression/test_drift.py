@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openprogram_testing.cli import main
-from openprogram_testing.drift import RecordingUnreadable, diff_recordings
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.drift import RecordingUnreadable, diff_recordings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path("/work/shared/conformance/cassettes")
@@ -66,7 +66,7 @@ def test_text_alone_is_drift_that_fails_only_when_strict(old: Path, tmp_path: Pa
 
 
 def test_a_missing_interaction_is_behaviour(old: Path, tmp_path: Path) -> None:
-    from openprogram_testing.drift import Answer, compare
+    from openprogram_testing.frontends.drift import Answer, compare
 
     a = Answer("stop", "hi", [], {"input": 1})
     changes = compare([a, a], [a])
@@ -166,14 +166,14 @@ _JSON = st.recursive(
 
 @given(_JSON)
 def test_any_recorded_value_equals_itself(value: Any) -> None:
-    from openprogram_testing.drift import argument_differences
+    from openprogram_testing.frontends.drift import argument_differences
 
     assert argument_differences(value, copy.deepcopy(value)) == []
     assert argument_differences({"a": value}, {"a": [value]}) != []
 
 
 def test_a_value_thousands_deep_is_compared_without_recursion() -> None:
-    from openprogram_testing.drift import argument_differences
+    from openprogram_testing.frontends.drift import argument_differences
 
     deep_a: Any = 1
     deep_b: Any = 2

@@ -19,7 +19,7 @@ from openprogram_testing import (
     assert_usage,
     run_loop_sync,
 )
-from openprogram_testing.matchers import MatcherError
+from openprogram_testing.core.matchers import MatcherError
 from tests.harness._harness import add_tool
 from tests.regression._traces import made
 from tests.scenarios._scenarios import load_error

@@ -24,11 +24,11 @@ from openprogram_testing import (
     run_loop_sync,
     turn,
 )
-from openprogram_testing.matchers import OPERATORS, MatcherError, value_matcher
-from openprogram_testing.report.record import trace_record
+from openprogram_testing.core.matchers import OPERATORS, MatcherError, value_matcher
+from openprogram_testing.frontends.report.record import trace_record
+from openprogram_testing.frontends.scenarios.scaffold import expectations
+from openprogram_testing.frontends.scenarios.scaffold_record import scaffold_record
 from openprogram_testing.scenarios import load_scenario, run_scenario
-from openprogram_testing.scenarios.scaffold import expectations
-from openprogram_testing.scenarios.scaffold_record import scaffold_record
 from tests.regression._traces import made
 from tests.scenarios._scenarios import load_error
 

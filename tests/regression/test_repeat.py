@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram_testing.repeat import pass_at_k, pass_hat_k
+from openprogram_testing.frontends.pytest.repeat import pass_at_k, pass_hat_k
 
 pytest_plugins = ["pytester"]
 

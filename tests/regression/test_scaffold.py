@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cli import main
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.scenarios.scaffold import ScaffoldError, scaffold_cassette
 from openprogram_testing.scenarios import ScenarioError, load_scenario, run_scenario
-from openprogram_testing.scenarios.scaffold import ScaffoldError, scaffold_cassette
 from tests.conftest import conformance_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +166,7 @@ def test_a_cassette_that_cannot_become_a_scenario_is_a_clean_error(
 def test_a_source_name_cannot_end_the_header_comment(source: str) -> None:
     import yaml
 
-    from openprogram_testing.scenarios.scaffold import to_yaml
+    from openprogram_testing.frontends.scenarios.scaffold import to_yaml
 
     text = to_yaml({"prompt": "hi"}, source)
     assert yaml.safe_load(text) == {"prompt": "hi"}
@@ -179,7 +179,7 @@ def _refused_record(project: Path) -> Path:
     import json
 
     from openprogram_testing import ScriptedProvider, run_loop_sync
-    from openprogram_testing.report.record import trace_record
+    from openprogram_testing.frontends.report.record import trace_record
 
     record = trace_record(run_loop_sync(ScriptedProvider(["hello"]), "hi"))
     record["final_text"] = "something else"

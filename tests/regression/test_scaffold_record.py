@@ -23,13 +23,13 @@ from openprogram_testing import (
     think,
     turn,
 )
-from openprogram_testing.cli import main
-from openprogram_testing.report.html import write_html
-from openprogram_testing.report.record import trace_record
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.report.html import write_html
+from openprogram_testing.frontends.report.record import trace_record
+from openprogram_testing.frontends.scenarios.scaffold import ScaffoldError
+from openprogram_testing.frontends.scenarios.scaffold_record import scaffold_record
+from openprogram_testing.frontends.strategies.hostile import hostile_records
 from openprogram_testing.scenarios import load_scenario, run_scenario
-from openprogram_testing.scenarios.scaffold import ScaffoldError
-from openprogram_testing.scenarios.scaffold_record import scaffold_record
-from openprogram_testing.strategies.hostile import hostile_records
 
 
 @function

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from openprogram.types import Usage
+from openprogram_testing.judges.usage import Prices
 from openprogram_testing.report import render_html, trace_record
-from openprogram_testing.usage import Prices
 from tests.regression._traces import made
 
 pytest_plugins = ["pytester"]

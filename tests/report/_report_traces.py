@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram.runtime import CHOOSE_TOOL
-from openprogram_testing.recording import NESTED_RUN, Annotation
-from openprogram_testing.scripted import (
+from openprogram_testing.base.recording import NESTED_RUN, Annotation
+from openprogram_testing.core.steering import SteeringSchedule
+from openprogram_testing.core.trace import LoopTrace, run_loop_sync
+from openprogram_testing.transport.scripted import (
     ScriptedProvider,
     ScriptedTurn,
     aborted_turn,
@@ -18,8 +20,6 @@ from openprogram_testing.scripted import (
     think,
     turn,
 )
-from openprogram_testing.steering import SteeringSchedule
-from openprogram_testing.trace import LoopTrace, run_loop_sync
 
 
 def tool(name: str, returns: Any = "ok", *, raises: str | None = None, sleep: float = 0) -> Any:

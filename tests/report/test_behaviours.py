@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from openprogram_testing.core.steering import SteeringSchedule
+from openprogram_testing.core.trace import LoopTrace
 from openprogram_testing.report import BEHAVIOURS, Coverage, exhibited
-from openprogram_testing.steering import SteeringSchedule
-from openprogram_testing.trace import LoopTrace
 from tests.report._report_traces import (
     Node,
     Tree,
@@ -161,7 +161,7 @@ def test_a_trace_tree_and_its_runs_are_read_one_way_by_exhibited_the_report_and_
     from openprogram import Runtime
     from openprogram_testing import add_trace_listener, remove_trace_listener, run_exec_sync
     from openprogram_testing.report import RunCollector, trace_record
-    from openprogram_testing.scripted import ScriptedProvider
+    from openprogram_testing.transport.scripted import ScriptedProvider
     from tests.runtime._agents import research_agent, research_script
 
     registry, tools = research_agent()

@@ -82,7 +82,7 @@ def test_asyncio_tasks_and_steering_are_seen() -> None:
     with capture_runs() as runs:
         asyncio.run(main())
     (tree,) = runs
-    from openprogram_testing.rounds import split_rounds
+    from openprogram_testing.core.rounds import split_rounds
 
     origins = [a.origin for r in split_rounds(tree.trace) for a in r.arrivals]
     assert origins == ["prompt", "steering"]  # the queued steering, known as handed over
@@ -196,7 +196,7 @@ def test_a_run_still_going_when_the_block_ends_is_recorded_to_its_end() -> None:
 def test_reading_after_each_run_builds_each_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading the runs after each of n runs rebuilds only the runs that changed (n builds,
     not n²/2)."""
-    from openprogram_testing import trace as trace_module
+    from openprogram_testing.core import trace as trace_module
 
     built: list[int] = []
     real = trace_module.LoopTrace.from_events.__func__  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cli import main
+from openprogram_testing.frontends.cli.main import main
 from openprogram_testing.report import BEHAVIOURS
 
 ROOT = Path(__file__).resolve().parents[2]

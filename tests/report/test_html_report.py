@@ -13,7 +13,8 @@ import pytest
 
 from openprogram import Runtime
 from openprogram_testing import run_exec_sync
-from openprogram_testing.recording import add_trace_listener, annotate, remove_trace_listener
+from openprogram_testing.base.recording import add_trace_listener, annotate, remove_trace_listener
+from openprogram_testing.core.trace import run_loop_sync
 from openprogram_testing.report import (
     Coverage,
     RunCollector,
@@ -21,8 +22,7 @@ from openprogram_testing.report import (
     render_html,
     trace_record,
 )
-from openprogram_testing.scripted import ScriptedProvider
-from openprogram_testing.trace import run_loop_sync
+from openprogram_testing.transport.scripted import ScriptedProvider
 from tests.report._report_traces import Node, Tree, batch, call, run, steer_after, turn
 from tests.runtime._agents import research_agent, research_script
 
@@ -118,8 +118,8 @@ def test_a_thousand_runs_stay_small_enough(tmp_path: Path) -> None:
 
 
 SUITE = """
-from openprogram_testing.scripted import ScriptedProvider, call, turn
-from openprogram_testing.trace import run_loop_sync
+from openprogram_testing.transport.scripted import ScriptedProvider, call, turn
+from openprogram_testing.core.trace import run_loop_sync
 
 TOOL = {"spec": {"name": "t", "parameters": {"type": "object"}}, "execute": lambda a: "<script>x</script>"}
 

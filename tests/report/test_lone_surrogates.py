@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from openprogram import function
 from openprogram.providers.base import MessageBuilder
 from openprogram_testing import ScriptedProvider, call, turn
-from openprogram_testing.render import render_snapshot, render_timeline
+from openprogram_testing.core.render import render_snapshot, render_timeline
+from openprogram_testing.core.trace import run_loop_sync
 from openprogram_testing.report import RunCollector, render_html
-from openprogram_testing.trace import run_loop_sync
 
 pytest_plugins = ["pytester"]
 
@@ -126,8 +126,8 @@ def test_the_timeline_snapshot_record_and_html_of_such_a_run_are_writable() -> N
 SUITE = f'''
 from openprogram import function
 from openprogram_testing import ScriptedProvider, call, turn
-from openprogram_testing.render import render_timeline
-from openprogram_testing.trace import run_loop_sync
+from openprogram_testing.core.render import render_timeline
+from openprogram_testing.core.trace import run_loop_sync
 
 LONE = {LONE!r}
 

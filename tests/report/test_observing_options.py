@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: ``OPENPROGRAM_VERDICTS`` (the controller's view under pytest-xdist).
 PROBE = """
 import json, os
-from openprogram_testing.report.pytest_plugin import outcome_of
+from openprogram_testing.frontends.report.pytest_plugin import outcome_of
 
 _verdicts = {}
 
@@ -124,7 +124,7 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, li
         jobs[f"scenarios {label}"] = (bundled, [*base, "-n", "0", "scenarios", *options], "")
     jobs["example plain"] = (example, base, "")
     jobs["example every option"] = (example, [*base, *EVERY_OPTION], "")
-    cli = ["-m", "openprogram_testing.cli", "run", "scenarios", *RUN_OPTIONS]
+    cli = ["-m", "openprogram_testing.frontends.cli.main", "run", "scenarios", *RUN_OPTIONS]
     jobs["scenarios run"] = (bundled, cli, "-p no:randomly -p verdict_probe")
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {

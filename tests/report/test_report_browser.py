@@ -71,8 +71,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "spec": {"name": "weather", "parameters": {"type": "object"}},
         "execute": lambda a: f"sunny in {a.get('city')}",
     }
-    from openprogram_testing.scripted import ScriptedProvider
-    from openprogram_testing.trace import run_loop_sync
+    from openprogram_testing.core.trace import run_loop_sync
+    from openprogram_testing.transport.scripted import ScriptedProvider
 
     steered = run_loop_sync(
         ScriptedProvider(
@@ -267,7 +267,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from openprogram import Runtime
     from openprogram_testing import add_trace_listener, remove_trace_listener, run_exec_sync
     from openprogram_testing.report import RunCollector
-    from openprogram_testing.scripted import ScriptedProvider
+    from openprogram_testing.transport.scripted import ScriptedProvider
     from tests.runtime._agents import research_agent, research_script
 
     registry, tools = research_agent()
@@ -353,8 +353,8 @@ def test_a_nested_run_appears_under_its_tool_call(seen_page: Any) -> None:
 
 
 def test_a_tests_http_exchanges_are_listed_when_it_is_opened(browser: Any, tmp_path: Path) -> None:
-    from openprogram_testing.recording import HttpExchange
-    from openprogram_testing.report.record import http_records
+    from openprogram_testing.base.recording import HttpExchange
+    from openprogram_testing.frontends.report.record import http_records
 
     exchanges = [
         HttpExchange("emulator", 0, "POST", "http://127.0.0.1:1/v1/chat/completions", 1.0,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.recording import HttpExchange
-from openprogram_testing.report.record import http_records
+from openprogram_testing.base.recording import HttpExchange
+from openprogram_testing.frontends.report.record import http_records
 
 pytest_plugins = ["pytester"]
 
@@ -128,7 +128,7 @@ def test_a_test_with_loop_runs_keeps_to_its_timeline(pytester: pytest.Pytester) 
     pytester.makepyfile(
         test_loop="""
 from openprogram_testing import turn
-from openprogram_testing.trace import run_loop_sync
+from openprogram_testing.core.trace import run_loop_sync
 
 def test_loop(provider_emulator):
     from openprogram.providers.openai_chat import OpenAIChatProvider
@@ -146,7 +146,7 @@ def test_loop(provider_emulator):
 
 def test_exchanges_cost_nothing_without_a_listener(tmp_path: Path) -> None:
     from openprogram_testing import ProviderEmulator, turn
-    from openprogram_testing.recording import (
+    from openprogram_testing.base.recording import (
         add_exchange_listener,
         exchanges_wanted,
         remove_exchange_listener,

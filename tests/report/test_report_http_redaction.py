@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from openprogram_testing.recording import HttpExchange
-from openprogram_testing.report.record import http_records
+from openprogram_testing.base.recording import HttpExchange
+from openprogram_testing.frontends.report.record import http_records
 
 SECRET = "s3cretValue0042QQQQzzzz"
 

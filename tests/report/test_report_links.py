@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.cli import main
-from openprogram_testing.paths import OutsideProject, writable_target
+from openprogram_testing.base.paths import OutsideProject, writable_target
+from openprogram_testing.frontends.cli.main import main
 from tests.scenarios._scenarios import ONE_TOOL_CALL
 
 pytest_plugins = ["pytester"]

@@ -12,9 +12,9 @@ import pytest
 
 from openprogram import Runtime
 from openprogram_testing import add_trace_listener, remove_trace_listener, run_exec_sync
+from openprogram_testing.frontends.report.html import failures_first
 from openprogram_testing.report import RunCollector, render_html, trace_record
-from openprogram_testing.report.html import failures_first
-from openprogram_testing.scripted import ScriptedProvider
+from openprogram_testing.transport.scripted import ScriptedProvider
 from tests.report._report_traces import call, run, turn
 from tests.runtime._agents import research_agent, research_script
 
@@ -145,7 +145,7 @@ def test_a_run_announced_twice_is_recorded_once() -> None:
 
 
 def test_notes_are_placed_in_their_round_without_rescanning() -> None:
-    from openprogram_testing.recording import Annotation
+    from openprogram_testing.base.recording import Annotation
 
     trace = run(turn(call("a")), "done")
     trace.annotations = [

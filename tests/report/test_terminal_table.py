@@ -8,7 +8,7 @@ import io
 
 from rich.console import Console
 
-from openprogram_testing.report.terminal import Row, ScenarioReporter, _table
+from openprogram_testing.frontends.report.terminal import Row, ScenarioReporter, _table
 
 
 def rows() -> list[Row]:

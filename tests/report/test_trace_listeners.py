@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
-from openprogram_testing.recording import add_trace_listener, annotate, remove_trace_listener
-from openprogram_testing.scripted import ScriptedProvider, call, turn
-from openprogram_testing.trace import LoopTrace, run_loop, run_loop_sync
+from openprogram_testing.base.recording import add_trace_listener, annotate, remove_trace_listener
+from openprogram_testing.core.trace import LoopTrace, run_loop, run_loop_sync
+from openprogram_testing.transport.scripted import ScriptedProvider, call, turn
 
 
 def _echo_tool() -> dict[str, object]:

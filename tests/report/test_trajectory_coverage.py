@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram_testing.report.coverage import Coverage
+from openprogram_testing.frontends.report.coverage import Coverage
 
 pytest_plugins = ["pytester"]
 
@@ -71,7 +71,7 @@ def test_the_coverage_data_per_mode() -> None:
 def test_the_html_report_and_a_merged_report_say_the_same(pytester: pytest.Pytester) -> None:
     """The session's page, its records and ``report merge`` of those records count the same
     trajectory checks: one counting function, so a merged report cannot lose them."""
-    from openprogram_testing.report.merge import merge, read_records
+    from openprogram_testing.frontends.report.merge import merge, read_records
 
     pytester.makepyfile(test_suite=SUITE)
     pytester.makefile(".yaml", scenario_trajectory=SCENARIO)

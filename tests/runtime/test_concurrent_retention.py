@@ -16,7 +16,7 @@ from typing import Any
 from openprogram import AgentContext, LoopConfig, agent_loop, agent_loop_continue
 from openprogram.types import Message, ToolSpec, UserMessage
 from openprogram_testing import ModelRequest, ScriptedProvider, call, turn
-from openprogram_testing.scripted import _Playback
+from openprogram_testing.transport.scripted import _Playback
 
 
 def _add_tool(execute: Any) -> dict[str, Any]:

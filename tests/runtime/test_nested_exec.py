@@ -9,7 +9,7 @@ import pytest
 from openprogram import Registry, Runtime, agentic_function, function
 from openprogram.runtime import _current_depth, _current_tools
 from openprogram_testing import ScriptedProvider, call, error_turn, turn
-from openprogram_testing.scripted import ModelRequest
+from openprogram_testing.transport.scripted import ModelRequest
 from tests.runtime._agents import register_add, register_research, research_script
 from tests.runtime._loop import fed_back_error
 

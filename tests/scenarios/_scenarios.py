@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_command(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m openprogram_testing.cli ARGS`` in a fresh interpreter (the command as its
+    """``python -m openprogram_testing.frontends.cli.main ARGS`` in a fresh interpreter (the command as its
     own process), this checkout first on the path."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "openprogram_testing.cli", *args],
+        [sys.executable, "-m", "openprogram_testing.frontends.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

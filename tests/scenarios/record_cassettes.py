@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from openprogram_testing.cassettes import use_cassette
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.emulator import ProviderEmulator
-from openprogram_testing.scripted import call, turn
-from openprogram_testing.trace import run_loop
+from openprogram_testing.transport.scripted import call, turn
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "scenarios" / "cassettes"

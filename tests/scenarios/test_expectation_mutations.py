@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 import openprogram_testing
+from openprogram_testing.frontends.scenarios.expectations import check_expectations
+from openprogram_testing.frontends.scenarios.model import Expectations, ToolResultExpect
+from openprogram_testing.frontends.scenarios.snapshots import check_snapshot, snapshot_path
 from openprogram_testing.scenarios import Scenario, load_scenario, run_scenario
-from openprogram_testing.scenarios.expectations import check_expectations
-from openprogram_testing.scenarios.model import Expectations, ToolResultExpect
-from openprogram_testing.scenarios.snapshots import check_snapshot, snapshot_path
 
 BUNDLED = Path(__file__).resolve().parents[2] / "scenarios"
 TERMINATIONS = ("completed", "max_iterations", "error", "aborted")
@@ -128,7 +128,7 @@ def _trajectory(value: dict[str, Any], _trace: Any) -> list[Any]:
 
 def _usage(value: dict[str, Any], trace: Any) -> list[Any]:
     """Each budget set just below what the run used, and the prices made dear."""
-    from openprogram_testing.usage import usage_of
+    from openprogram_testing.judges.usage import usage_of
 
     used = usage_of(trace)
     actual = {
@@ -409,7 +409,7 @@ def _trajectory_helper(trace: Any) -> list[HelperCase]:
 
 
 def _usage_helper(trace: Any) -> list[HelperCase]:
-    from openprogram_testing.usage import usage_of
+    from openprogram_testing.judges.usage import usage_of
 
     used = usage_of(trace)
     budgets = {

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from openprogram import function
 from openprogram.texts import clip, clipped_repr
 from openprogram_testing import ScriptedProvider, call, turn
-from openprogram_testing.assertions import assert_final_text, assert_tool_results
+from openprogram_testing.core.trace import run_loop_sync
+from openprogram_testing.judges.assertions import assert_final_text, assert_tool_results
 from openprogram_testing.scenarios import run_scenario
-from openprogram_testing.trace import run_loop_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = 300_000

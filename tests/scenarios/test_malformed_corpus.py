@@ -79,7 +79,7 @@ def test_the_loader_gives_a_positioned_error(path: Path) -> None:
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "2000", "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "openprogram_testing.cli", *args],
+        [sys.executable, "-m", "openprogram_testing.frontends.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from yaml import safe_load
 
+from openprogram_testing.frontends.scenarios.replay import cassette_adapter
 from openprogram_testing.scenarios import load_scenario, run_scenario
-from openprogram_testing.scenarios.replay import cassette_adapter
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted(

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cli import main
-from openprogram_testing.commands import pytest_args
+from openprogram_testing.frontends.cli.commands import pytest_args
+from openprogram_testing.frontends.cli.main import main
 from openprogram_testing.scenarios import run_scenario, scenario_json_schema
 from tests.scenarios._scenarios import ONE_TOOL_CALL
 
@@ -182,7 +182,7 @@ def test_without_the_testing_extra_the_install_line_is_printed() -> None:
         "import sys\n"
         "for name in ('typer', 'yaml', 'rich'):\n"
         "    sys.modules[name] = None\n"
-        "from openprogram_testing.cli import main\n"
+        "from openprogram_testing.frontends.cli.main import main\n"
         "sys.exit(main(['run', 'scenarios/']))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -306,7 +306,7 @@ def test_record_gemini_and_bedrock_against_the_emulator(
     api: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
     from openprogram_testing.emulator import ProviderEmulator
-    from openprogram_testing.scripted import call, turn
+    from openprogram_testing.transport.scripted import call, turn
 
     source = tmp_path / "scenario_src.yaml"
     source.write_text(PASSING)
@@ -422,7 +422,7 @@ def test_record_then_replay_round_trip_against_the_emulator(
     """`record` with keys from the environment (the base URL pointed at the loopback emulator),
     then a scenario replaying the new cassette through the real adapter."""
     from openprogram_testing.emulator import ProviderEmulator
-    from openprogram_testing.scripted import call, turn
+    from openprogram_testing.transport.scripted import call, turn
 
     source = tmp_path / "scenario_src.yaml"
     source.write_text(PASSING)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.cli import main
-from openprogram_testing.commands import discover, pytest_args
-from openprogram_testing.scenarios.collect import Selection
+from openprogram_testing.frontends.cli.commands import discover, pytest_args
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.scenarios.collect import Selection
 from tests.scenarios._scenarios import ONE_TOOL_CALL
 
 PASSING = ONE_TOOL_CALL + "expect: {termination: completed, model_calls: 2}\n"

@@ -16,9 +16,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram_testing.frontends.scenarios import loader as loader_module
+from openprogram_testing.frontends.scenarios.yamlread import header
 from openprogram_testing.scenarios import ScenarioError, load_scenario
-from openprogram_testing.scenarios import loader as loader_module
-from openprogram_testing.scenarios.yamlread import header
 from tests.scenarios._scenarios import ONE_TOOL_CALL, XdistWorker, run_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,7 +239,7 @@ def test_a_hostile_file_is_named_quickly_and_fails_when_loaded(
 def test_a_file_too_large_for_a_header_read_is_loaded_at_collection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openprogram_testing.scenarios.collect import MAX_HEADER_BYTES
+    from openprogram_testing.frontends.scenarios.collect import MAX_HEADER_BYTES
 
     folder = tmp_path / "suite"
     folder.mkdir()

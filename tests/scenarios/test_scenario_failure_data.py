@@ -8,12 +8,12 @@ import io
 import pytest
 from rich.console import Console
 
-from openprogram_testing.failures import TimelineNote
-from openprogram_testing.invariants import timeline_shown
-from openprogram_testing.report.terminal import ScenarioReporter
+from openprogram_testing.base.failures import TimelineNote
+from openprogram_testing.frontends.report.terminal import ScenarioReporter
+from openprogram_testing.frontends.scenarios.collect import ScenarioFailure
+from openprogram_testing.frontends.scenarios.outcome import ScenarioOutcome
+from openprogram_testing.judges.invariants import timeline_shown
 from openprogram_testing.scenarios import ScenarioResult
-from openprogram_testing.scenarios.collect import ScenarioFailure
-from openprogram_testing.scenarios.outcome import ScenarioOutcome
 
 
 def _failed(failures: list[str], timeline: str = "") -> ScenarioResult:

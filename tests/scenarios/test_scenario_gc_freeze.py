@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing import commands
-from openprogram_testing.cli import main
-from openprogram_testing.scenarios.collect import FREEZE_OPTION
+from openprogram_testing.frontends.cli import commands
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.scenarios.collect import FREEZE_OPTION
 from tests.scenarios._scenarios import ONE_TOOL_CALL, XdistWorker, run_command
 
 ROOT = Path(__file__).resolve().parents[2]

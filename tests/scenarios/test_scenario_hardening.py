@@ -15,14 +15,9 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cli import main
-from openprogram_testing.scenarios import (
-    ScenarioError,
-    checks,
-    load_scenario,
-    parse_scenario,
-    run_scenario,
-)
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.scenarios import checks
+from openprogram_testing.scenarios import ScenarioError, load_scenario, parse_scenario, run_scenario
 from tests.scenarios._scenarios import load_error
 
 pytest_plugins = ["pytester"]
@@ -258,7 +253,7 @@ def test_a_garbled_call_that_is_there_validates(project: Path) -> None:
 
 def test_the_last_frame_index_is_accepted(project: Path) -> None:
     from openprogram_testing.cassettes import load_interactions
-    from openprogram_testing.wire.sse import split_frames
+    from openprogram_testing.transport.wire.sse import split_frames
 
     body = load_interactions(project / "cassettes" / "text.yaml")[0]["response"]["body"]
     text = body["string"] if isinstance(body, dict) else body

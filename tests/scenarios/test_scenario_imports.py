@@ -250,7 +250,7 @@ def test_the_cli_import_root_option(tmp_path: Path, command: str) -> None:
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "openprogram_testing.cli", command, *args],
+            [sys.executable, "-m", "openprogram_testing.frontends.cli.main", command, *args],
             capture_output=True,
             text=True,
             timeout=300,

@@ -72,8 +72,8 @@ def run(root: Path, body: str) -> object:
 
 def test_the_nested_runs_of_an_imported_agentic_function_are_traced(travel: Path) -> None:
     from openprogram_testing import add_trace_listener, remove_trace_listener
+    from openprogram_testing.core.tree import TraceTree
     from openprogram_testing.report import RunCollector
-    from openprogram_testing.tree import TraceTree
 
     collector = RunCollector()
     add_trace_listener(collector.add)
@@ -174,7 +174,7 @@ def test_an_unknown_steering_run_is_a_load_error(travel: Path) -> None:
 
 
 def test_invariants_are_checked_on_the_nested_runs(travel: Path) -> None:
-    from openprogram_testing.scenarios import runner
+    from openprogram_testing.frontends.scenarios import runner
 
     result = run(travel, HEAD)
     assert result.passed
@@ -190,7 +190,7 @@ def test_invariants_are_checked_on_the_nested_runs(travel: Path) -> None:
         run(travel, HEAD)
     finally:
         runner._check_invariants = original  # type: ignore[assignment]
-    from openprogram_testing.tree import TraceTree
+    from openprogram_testing.core.tree import TraceTree
 
     assert seen and isinstance(seen[0], TraceTree)
 
@@ -203,7 +203,7 @@ def test_show_and_the_result_json_keep_the_nested_runs(
 ) -> None:
     import json
 
-    from openprogram_testing.cli import main
+    from openprogram_testing.frontends.cli.main import main
 
     monkeypatch.syspath_prepend(str(travel))
     result = run(travel, HEAD)

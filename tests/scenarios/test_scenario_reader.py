@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cli import main
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.scenarios import loader as loader_module
+from openprogram_testing.frontends.scenarios.loader import ScenarioReader
 from openprogram_testing.scenarios import load_scenario
-from openprogram_testing.scenarios import loader as loader_module
-from openprogram_testing.scenarios.loader import ScenarioReader
 from tests.scenarios._scenarios import ONE_TOOL_CALL
 
 PASSING = ONE_TOOL_CALL + "expect: {termination: completed, model_calls: 2}\n"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.scenarios import load_scenario, replay, run_scenario
+from openprogram_testing.frontends.scenarios import replay
+from openprogram_testing.scenarios import load_scenario, run_scenario
 from tests.conftest import require_conformance_dir
 from tests.scenarios._scenarios import load_error
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing import render
-from openprogram_testing.cli import main
-from openprogram_testing.commands import pytest_args
-from openprogram_testing.scenarios import checks, parse_scenario, run_scenario
+from openprogram_testing.core import render
+from openprogram_testing.frontends.cli.commands import pytest_args
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.scenarios import checks
+from openprogram_testing.scenarios import parse_scenario, run_scenario
 from tests.scenarios._scenarios import ONE_TOOL_CALL
 
 PASSING = ONE_TOOL_CALL + "expect: {termination: completed, model_calls: 2}\n"
@@ -33,7 +34,7 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         return original(ran, *args, **kwargs)
 
     monkeypatch.setattr(render, "render_timeline", counting)
-    import openprogram_testing.trace as trace_module
+    import openprogram_testing.core.trace as trace_module
 
     monkeypatch.setattr(trace_module, "render_timeline", counting)
     return calls

@@ -138,7 +138,7 @@ def test_model_script_strictness_unplayed_and_unexpected_calls() -> None:
 
 
 def test_invariants_are_checked_unless_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
-    import openprogram_testing.invariants as invariants
+    import openprogram_testing.judges.invariants as invariants
 
     def broken(trace: Any) -> None:
         violation = invariants.Violation(4, "a ToolCall without result", (7,))

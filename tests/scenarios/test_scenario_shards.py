@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from openprogram_testing.cli import main
-from openprogram_testing.commands import UsageProblem
-from openprogram_testing.report.merge import (
+from openprogram_testing.frontends.cli.commands import UsageProblem
+from openprogram_testing.frontends.cli.main import main
+from openprogram_testing.frontends.cli.shards import parse_shard, select
+from openprogram_testing.frontends.report.merge import (
     Records,
     RecordsError,
     coverage_of,
@@ -24,7 +25,6 @@ from openprogram_testing.report.merge import (
     read_records,
     records_from,
 )
-from openprogram_testing.shards import parse_shard, select
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = [
@@ -337,6 +337,6 @@ def test_a_huge_shard_count_is_refused_before_anything_is_sized_by_it(
 
 
 def _plugin_shard(raw: str) -> Any:
-    from openprogram_testing.report.pytest_plugin import _shard
+    from openprogram_testing.frontends.report.pytest_plugin import _shard
 
     return _shard(raw)

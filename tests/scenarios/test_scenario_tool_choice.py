@@ -50,7 +50,7 @@ def test_a_scenario_of_stubs_asks_with_the_tool_choice_exec_sends() -> None:
 
 def test_a_scenario_replays_with_body_matching_what_exec_replays() -> None:
     from openprogram_testing.cassettes import use_cassette
-    from openprogram_testing.scenarios.replay import cassette_adapter
+    from openprogram_testing.frontends.scenarios.replay import cassette_adapter
 
     cassette = SUITE / "cassettes" / "openai_chat_weather.yaml"
     adapter, model, _ = cassette_adapter("openai_chat", cassette, "m")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.scenarios import ScenarioError, imports, load_scenario
+from openprogram_testing.frontends.scenarios import imports
+from openprogram_testing.scenarios import ScenarioError, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -60,7 +60,7 @@ def test_under_pytest_neither_scenarios_nor_trace_snapshot_write_outside(
     pytester.makepyfile(
         test_t="""
         from openprogram_testing import ScriptedProvider
-        from openprogram_testing.trace import run_loop_sync
+        from openprogram_testing.core.trace import run_loop_sync
 
         def test_t(trace_snapshot):
             assert trace_snapshot == run_loop_sync(ScriptedProvider(["hi"]), "go")

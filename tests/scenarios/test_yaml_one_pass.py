@@ -14,8 +14,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram_testing import safeyaml
-from openprogram_testing.cassettes.files import _loaders
+from openprogram_testing.base import safeyaml
+from openprogram_testing.transport.cassettes.files import _loaders
 
 DOCUMENTS = [
     "a: 1\nb: [x, 2.5, true, null, ~, '3']\nc: {d: e}\n",

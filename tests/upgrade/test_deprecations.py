@@ -14,7 +14,7 @@ import pytest
 
 from openprogram import Runtime
 from openprogram_testing import ScriptedProvider, TraceTree, run_exec_sync, run_loop_sync
-from openprogram_testing.steering import RunAddress
+from openprogram_testing.core.steering import RunAddress
 from tests.runtime._agents import research_agent, research_script
 from tests.scenarios._scenarios import ONE_TOOL_CALL
 
@@ -99,7 +99,7 @@ def test_the_string_form_never_warns() -> None:
 
 
 def _record(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from openprogram_testing.cli import main
+    from openprogram_testing.frontends.cli.main import main
 
     code = main(["record", *args])
     out, err = capsys.readouterr()

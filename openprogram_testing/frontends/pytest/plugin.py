@@ -1,0 +1,483 @@
+"""The pytest plugin (registered through the ``pytest11`` entry point).
+
+Fixtures, markers and options of the harness.  Options are namespaced (``--openprogram-…``) so
+the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothing heavy is
+imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
+
+Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
+``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``, ``fake_mcp_server``;
+an autouse fixture blocks real model requests (markers ``allow_model_requests``,
+``op_no_invariants``, ``op_cassette``; options ``--openprogram-…``).  The runners live in
+``openprogram_testing.frontends.pytest.runners``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from openprogram_testing.base.extras import MissingExtra, require
+from openprogram_testing.core.render import render_timeline
+from openprogram_testing.core.steering import SteeringSchedule
+from openprogram_testing.judges.invariants import timeline_shown
+from openprogram_testing.transport.cassettes.modes import RECORD_MODES
+from openprogram_testing.transport.scripted import ScriptedProvider, ScriptError
+
+from .runners import ExecRunner, LoopRunner, Ran
+
+# The YAML scenario collector (with its options) lives with the scenarios.
+pytest_plugins = [
+    "openprogram_testing.frontends.scenarios.collect",
+    "openprogram_testing.frontends.report.pytest_plugin",
+]
+
+if TYPE_CHECKING:
+    from openprogram_testing.transport.cassettes.session import CassetteSession
+    from openprogram_testing.transport.emulator.server import ProviderEmulator
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Shared hook (one per module): add every option of the harness here."""
+    group = parser.getgroup("openprogram", "openprogram_testing harness")
+    group.addoption(
+        "--openprogram-record-mode",
+        action="store",
+        default="none",
+        choices=RECORD_MODES,
+        help="Cassette record mode for the `cassette` fixture (default: none = replay only, "
+        "never reach the network).  Recording allows real model requests.",
+    )
+    # -- harness: real-call guard, loop_runner ------------------------------------------------
+    group.addoption(
+        "--openprogram-allow-model-requests",
+        action="store_true",
+        default=None,
+        help="Allow real model API requests in every test (default: blocked by "
+        "openprogram.providers.guard; loopback servers and cassette playback always pass).",
+    )
+    group.addoption(
+        "--openprogram-no-invariants",
+        action="store_true",
+        default=None,
+        help="Do not check the loop invariants on every `loop_runner` run.",
+    )
+    parser.addini(
+        "openprogram_allow_model_requests",
+        "Allow real model API requests in every test (default: false).",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
+        "openprogram_cassette_match_body",
+        "Cassette replay compares the JSON bodies of model calls with the recorded ones "
+        "(default: true).  false relaxes it for every `cassette` fixture and YAML cassette "
+        "scenario that does not say otherwise.",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
+        "openprogram_check_invariants",
+        "Check the loop invariants on every `loop_runner` run (default: true).",
+        type="bool",
+        default=True,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Shared hook (one per module): register every marker of the harness here."""
+    config.addinivalue_line(
+        "markers",
+        "op_cassette(name=None, *, match_body=True, ignore_paths=(), allow_unplayed=False, "
+        "mutations=()): the cassette the `cassette` fixture replays (default: "
+        "cassettes/<test file path>/<test name>.yaml)",
+    )
+    # -- harness markers ---------------------------------------------------------------------------
+    config.addinivalue_line(
+        "markers",
+        "allow_model_requests: let this test make real model API requests (the real-call guard "
+        "blocks them by default)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "op_no_invariants: `loop_runner` does not check the loop invariants in this test",
+    )
+    from .repeat import MARKER_LINE, RepeatPlugin
+
+    config.addinivalue_line("markers", MARKER_LINE)
+    if not config.pluginmanager.has_plugin("openprogram-repeat"):
+        config.pluginmanager.register(RepeatPlugin(), "openprogram-repeat")
+
+
+def _need_extra(fixture: str, *modules: str) -> None:
+    """Fail the test that uses ``fixture`` (not the whole session) with the install line when a
+    dependency of the testing extra is missing."""
+    __tracebackhide__ = True
+    try:
+        require(f"the `{fixture}` fixture", *modules)
+    except MissingExtra as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def schema_driven_provider(request: pytest.FixtureRequest) -> Any:
+    """A ``SchemaDrivenProvider`` seeded with the test's id (so each test draws its own, repeatable
+    arguments): it calls every tool it is offered with schema-valid arguments, then finishes."""
+    from openprogram_testing.transport.schema_provider import SchemaDrivenProvider
+
+    return SchemaDrivenProvider(seed=request.node.nodeid)
+
+
+@pytest.fixture
+def scripted_provider() -> Iterator[ScriptedProvider]:
+    """An empty strict ``ScriptedProvider``; add turns with ``.add(...)``.  At teardown an
+    unexpected model call or an unplayed turn fails the test."""
+    __tracebackhide__ = True
+    provider = ScriptedProvider()
+    yield provider
+    try:
+        provider.assert_complete()
+    except ScriptError as exc:  # the message says it all: no harness source around it
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture
+def provider_emulator() -> Iterator[ProviderEmulator]:
+    """A started strict ``ProviderEmulator`` (loopback HTTP, OpenAI and Anthropic wire formats);
+    add turns with ``.add(...)``.  At teardown it is stopped (threads joined, port freed), then an
+    unexpected request or an unplayed turn fails the test."""
+    __tracebackhide__ = True
+    try:
+        from openprogram_testing.transport.emulator.server import ProviderEmulator
+    except ModuleNotFoundError as exc:  # a dependency of the testing extra
+        _need_extra("provider_emulator", exc.name or "")
+        raise
+
+    emulator = ProviderEmulator().start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+    emulator.assert_complete()
+
+
+@pytest.fixture
+def fake_mcp_server() -> Iterator[Callable[..., Any]]:
+    """Make strict fake MCP servers: ``fake_mcp_server("files", [read, stat])`` returns a
+    ``FakeMCPServer`` (tools from functions or recorded ``tools/list`` entries).  At teardown each
+    is closed (its connections and HTTP servers too), then an unexpected call or an answer
+    scripted and never asked for fails the test."""
+    __tracebackhide__ = True
+    try:
+        from openprogram_testing.transport.mcp.fake import FakeMCPServer, MCPScriptError
+    except ModuleNotFoundError as exc:  # the mcp extra
+        pytest.fail(
+            f"the `fake_mcp_server` fixture needs the mcp extra ({exc.name} not installed); "
+            'install it with: pip install "openprogram-loop[mcp]"',
+            pytrace=False,
+        )
+    made: list[FakeMCPServer] = []
+
+    def make(name: str = "fake", tools: Any = ()) -> FakeMCPServer:
+        server = FakeMCPServer(name, tools)
+        made.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in made:
+            server.close()
+    failures: list[str] = []
+    for server in made:
+        try:
+            server.assert_complete()
+        except MCPScriptError as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
+
+
+def _cassette_path(request: pytest.FixtureRequest, name: object) -> Path:
+    """``cassettes/<name>.yaml`` under the rootdir, or by default
+    ``cassettes/<test file path>/<test>.yaml``, named as snapshots are (``safe_stem``): the test
+    file's path keeps ``tests/a/test_x.py`` and ``tests/b/test_x.py`` apart, the hash suffix
+    ``[a/b]`` and ``[a-b]``; a test in a class is ``TestX.test_t``."""
+    from openprogram_testing.base.filenames import safe_stem, test_file_dir
+
+    root = Path(str(request.config.rootpath))
+    if name is None:
+        folder = test_file_dir(Path(str(request.node.path)), root)
+        return root / "cassettes" / folder / f"{safe_stem(_test_name(request))}.yaml"
+    path = Path(str(name))
+    if not path.suffix:
+        path = path.with_suffix(".yaml")
+    return path if path.is_absolute() else root / "cassettes" / path
+
+
+def _test_name(request: pytest.FixtureRequest) -> str:
+    """The test's id within its file, classes joined by ``.`` (``TestX.test_t[1]``)."""
+    within = request.node.nodeid.split("::", 1)[1] if "::" in request.node.nodeid else ""
+    return within.replace("::", ".") or request.node.name
+
+
+def _legacy_cassette_path(request: pytest.FixtureRequest) -> Path:
+    """Where the default cassette was looked for before names were path-aware (its names
+    collided): ``cassettes/<module>/<test>.yaml``, unsafe characters as ``-``."""
+    module = Path(str(request.node.path)).stem
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
+    return Path(str(request.config.rootpath)) / "cassettes" / module / f"{test}.yaml"
+
+
+@pytest.fixture
+def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
+    """Replay the test's cassette (``@pytest.mark.op_cassette(...)`` or, by default,
+    ``cassettes/<test file path>/<test>.yaml``) around the test.  ``--openprogram-record-mode=once``
+    records it (real model requests are allowed then).  At teardown, interactions left unplayed
+    or a request that matched nothing fail the test.  ``fallback=[turns]`` on the marker answers
+    requests the cassette does not hold from scripted turns (marked on the run; replay only)."""
+    __tracebackhide__ = True
+    _need_extra("cassette", "yaml", "vcr")
+    from openprogram_testing.transport.cassettes.errors import CassetteError
+    from openprogram_testing.transport.cassettes.session import use_cassette
+
+    marker = request.node.get_closest_marker("op_cassette")
+    args = marker.args if marker else ()
+    kwargs = dict(marker.kwargs) if marker else {}
+    name = args[0] if args else kwargs.pop("name", None)
+    allowed = {
+        "match_body",
+        "ignore_paths",
+        "allow_unplayed",
+        "mutations",
+        "redact_values",
+        "record_mode",
+        "fallback",
+    }
+    unknown = set(kwargs) - allowed
+    if unknown or len(args) > 1:
+        raise pytest.UsageError(
+            f"@pytest.mark.op_cassette takes a name and match_body=, ignore_paths=, "
+            f"allow_unplayed=, mutations=, redact_values=, record_mode=, fallback=; "
+            f"got {sorted(unknown) or args[1:]}"
+        )
+    mode = str(request.config.getoption("--openprogram-record-mode") or "none")
+    kwargs.setdefault("record_mode", mode)
+    kwargs.setdefault("match_body", bool(request.config.getini("openprogram_cassette_match_body")))
+    try:
+        with contextlib.ExitStack() as stack:
+            if kwargs["record_mode"] != "none":
+                from openprogram.providers import guard
+
+                kwargs.pop("fallback", None)  # recording records what is asked: nothing made up
+                stack.enter_context(guard.allow_model_requests(True))
+            path = _cassette_path(request, name)
+            if name is None and kwargs["record_mode"] == "none":
+                _refuse_legacy_name(request, path)
+            yield stack.enter_context(use_cassette(path, **kwargs))
+    except CassetteError as exc:  # the message says it all: no contextlib or library frames
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
+
+
+def _refuse_legacy_name(request: pytest.FixtureRequest, path: Path) -> None:
+    """A default cassette still at its old, collision-prone name: say how to move it rather
+    than report it missing (or, worse, replay another test's file)."""
+    __tracebackhide__ = True
+    legacy = _legacy_cassette_path(request)
+    if path.is_file() or not legacy.is_file():
+        return
+    root = Path(str(request.config.rootpath))
+    pytest.fail(
+        f"the cassette of this test is now named {path.relative_to(root)} (path-aware, so tests "
+        f"of the same name in other files keep apart); found it at its old name "
+        f"{legacy.relative_to(root)}: move it (git mv {legacy.relative_to(root)} "
+        f"{path.relative_to(root)})",
+        pytrace=False,
+    )
+
+
+# -- harness: real-call guard, steering, loop_runner, trace_snapshot ------------------------------
+
+
+def _requests_allowed(request: pytest.FixtureRequest) -> bool:
+    if request.node.get_closest_marker("allow_model_requests") is not None:
+        return True
+    if request.config.getoption("--openprogram-allow-model-requests", default=None):
+        return True
+    return bool(request.config.getini("openprogram_allow_model_requests"))
+
+
+@pytest.fixture(autouse=True)
+def _openprogram_model_request_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Block real model API requests in every test (loopback and cassette playback still pass):
+    a test must never reach a paid API by accident.  Opt out with
+    ``@pytest.mark.allow_model_requests``, ``--openprogram-allow-model-requests`` or the ini
+    option ``openprogram_allow_model_requests = true``.  The switch is process-wide (threads
+    and event loops see it) and restored after the test."""
+    try:
+        from openprogram.providers import guard
+    except ImportError:  # an openprogram without the guard: nothing to switch
+        yield
+        return
+    previous = guard.get_allow_model_requests()  # the process-wide default, to restore
+    guard.set_allow_model_requests(_requests_allowed(request))
+    try:
+        yield
+    finally:
+        guard.set_allow_model_requests(previous)
+
+
+@pytest.fixture
+def runtime_override(request: pytest.FixtureRequest) -> Iterator[Callable[..., None]]:
+    """Every run of any ``Runtime`` in this test, wherever the application built it, uses the
+    test's ``scripted_provider`` (``Runtime.override``).  Call it to use another provider or
+    model for the rest of the test: ``runtime_override(emulator_adapter, model="m")``."""
+    from openprogram import Runtime
+
+    with contextlib.ExitStack() as stack:
+
+        def use(provider: Any = None, *, model: str | None = None) -> None:
+            stack.close()
+            chosen = (
+                provider if provider is not None else request.getfixturevalue("scripted_provider")
+            )
+            stack.enter_context(Runtime.override(provider=chosen, model=model))
+
+        use()
+        yield use
+
+
+@pytest.fixture
+def steering(request: pytest.FixtureRequest) -> Iterator[SteeringSchedule]:
+    """A fresh ``SteeringSchedule``.  ``loop_runner`` uses it automatically when the test
+    requests both fixtures.  At teardown, if a loop ran with it and the test itself passed, a
+    required entry no run reached (or a simulated user's line the agent's reply did not fit)
+    fails the test; after a failure the entries left are its consequence, not a second error."""
+    __tracebackhide__ = True
+    schedule = SteeringSchedule()
+    yield schedule
+    if not request.node.stash.get(_CALL_FAILED, False):
+        _schedule_complete(schedule)
+
+
+def _schedule_complete(schedule: SteeringSchedule) -> None:
+    __tracebackhide__ = True
+    if not schedule.polled:
+        return  # never run (the test failed first, or used it for something else)
+    try:
+        schedule.assert_complete()
+    except AssertionError as exc:  # SteeringNotFired / DialogueMismatch: the text says it all
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
+
+
+_RAN_KEY = pytest.StashKey[list[Ran]]()
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+def _runner_args(request: pytest.FixtureRequest) -> tuple[Any, ...]:
+    check = (
+        request.node.get_closest_marker("op_no_invariants") is None
+        and not request.config.getoption("--openprogram-no-invariants", default=None)
+        and bool(request.config.getini("openprogram_check_invariants"))
+    )
+    record = request.node.stash.setdefault(_RAN_KEY, [])
+    return request.getfixturevalue, request.fixturenames.__contains__, check, record
+
+
+@pytest.fixture
+def loop_runner(request: pytest.FixtureRequest) -> Iterator[LoopRunner]:
+    """Run a loop and get its ``LoopTrace`` (see ``LoopRunner``); invariants are checked, and
+    at teardown every ``schedule=`` it was given is judged as the ``steering`` fixture is."""
+    __tracebackhide__ = True
+    runner = LoopRunner(*_runner_args(request))
+    yield runner
+    for schedule in runner.schedules:
+        _schedule_complete(schedule)
+
+
+@pytest.fixture
+def exec_runner(request: pytest.FixtureRequest) -> Iterator[ExecRunner]:
+    """Run ``Runtime.exec`` and get the ``TraceTree`` of its runs (see ``ExecRunner``);
+    invariants are checked on every run, nested ones included; schedules judged at teardown
+    as ``loop_runner``'s."""
+    __tracebackhide__ = True
+    runner = ExecRunner(*_runner_args(request))
+    yield runner
+    for schedule in runner.schedules:
+        _schedule_complete(schedule)
+
+
+@pytest.fixture
+def trace_snapshot(request: pytest.FixtureRequest) -> Any:
+    """syrupy's ``snapshot`` storing traces as text (``TraceSnapshotExtension``: one
+    ``__snapshots__/<module>/<test>.trace.txt`` file per snapshot):
+    ``assert trace_snapshot == trace``.  Update with ``--snapshot-update``."""
+    __tracebackhide__ = True
+    _need_extra("trace_snapshot", "syrupy")
+    from openprogram_testing.judges.snapshot import TraceSnapshotExtension
+
+    return request.getfixturevalue("snapshot").use_extension(TraceSnapshotExtension)
+
+
+@pytest.hookimpl
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test that no async plugin claimed (pytest alone skips it with a
+    warning), through ``openprogram.run_sync``: async tests of the harness work with only
+    ``openprogram`` and ``pytest`` installed.  pytest-asyncio and anyio keep the tests they own
+    (their tests reach this hook already wrapped, or carry ``anyio_backend``).  Async fixtures
+    still need such a plugin (see docs/testing-your-agent.md)."""
+    function = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(function) or "anyio_backend" in pyfuncitem.funcargs:
+        return None
+    from openprogram import run_sync
+
+    names = pyfuncitem._fixtureinfo.argnames
+    arguments = {name: pyfuncitem.funcargs[name] for name in names}
+    run_sync(lambda: function(**arguments))
+    return True
+
+
+def _snapshot_diffs(report: pytest.TestReport) -> None:
+    """A failed trace snapshot's marked diff as a report section, whole (pytest cuts the
+    assertion's explanation at default verbosity, so a second difference needed ``-vv``)."""
+    module = sys.modules.get(f"{__package__}.snapshot")  # never imported: no snapshot was taken
+    if module is None:
+        return
+    diffs = [lines for lines in module.PENDING_DIFFS if lines]
+    module.PENDING_DIFFS.clear()
+    if report.failed and diffs:
+        text = "\n\n".join("\n".join(lines) for lines in diffs)
+        report.sections.append(("trace snapshot diff (- snapshot, + this run)", text))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """When a test that ran loops fails, show the last run's timeline in the report, once: not
+    when the failure message already carries it (the assertion helpers and invariant checks
+    include it)."""
+    report = yield
+    if call.when == "call":
+        _snapshot_diffs(report)
+    if report.failed and call.when == "call":
+        item.stash[_CALL_FAILED] = True
+        ran = item.stash.get(_RAN_KEY, None)
+        error = call.excinfo.value if call.excinfo is not None else None
+        if ran and not timeline_shown(error):
+            title = "openprogram timeline (last run)"
+            report.sections.append((title, render_timeline(ran[-1])))
+    return report
