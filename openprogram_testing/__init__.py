@@ -17,112 +17,111 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from openprogram_testing.base.failures import TraceFailure as TraceFailure
-    from openprogram_testing.base.recording import add_trace_listener as add_trace_listener
-    from openprogram_testing.base.recording import remove_trace_listener as remove_trace_listener
-    from openprogram_testing.core.capture import CapturedRuns as CapturedRuns
-    from openprogram_testing.core.capture import capture_runs as capture_runs
-    from openprogram_testing.core.conditions import SteeringNotFired as SteeringNotFired
-    from openprogram_testing.core.dialogue import DialogueMismatch as DialogueMismatch
-    from openprogram_testing.core.dialogue import UserLine as UserLine
-    from openprogram_testing.core.steering import Delivery as Delivery
-    from openprogram_testing.core.steering import ScheduleEntry as ScheduleEntry
-    from openprogram_testing.core.steering import SteeringSchedule as SteeringSchedule
-    from openprogram_testing.core.trace import LoopTrace as LoopTrace
-    from openprogram_testing.core.trace import render_snapshot as render_snapshot
-    from openprogram_testing.core.trace import render_timeline as render_timeline
-    from openprogram_testing.core.trace import run_loop as run_loop
-    from openprogram_testing.core.trace import run_loop_sync as run_loop_sync
-    from openprogram_testing.core.tree import TraceTree as TraceTree
-    from openprogram_testing.core.tree import run_exec as run_exec
-    from openprogram_testing.core.tree import run_exec_sync as run_exec_sync
-    from openprogram_testing.frontends.report.behaviours import exhibited as exhibited
-    from openprogram_testing.frontends.report.coverage import Coverage as Coverage
-    from openprogram_testing.frontends.report.html import write_html as write_html
-    from openprogram_testing.frontends.report.record import trace_record as trace_record
-    from openprogram_testing.frontends.scenarios.imports import scenario_factory as scenario_factory
-    from openprogram_testing.frontends.scenarios.loader import load_scenario as load_scenario
-    from openprogram_testing.frontends.scenarios.model import Scenario as Scenario
-    from openprogram_testing.frontends.scenarios.problems import ScenarioError as ScenarioError
-    from openprogram_testing.frontends.scenarios.runner import ScenarioResult as ScenarioResult
-    from openprogram_testing.frontends.scenarios.runner import run_scenario as run_scenario
-    from openprogram_testing.frontends.scenarios.scaffold import ScaffoldError as ScaffoldError
-    from openprogram_testing.frontends.scenarios.scaffold import (
+    from .base.failures import TraceFailure as TraceFailure
+    from .base.recording import add_trace_listener as add_trace_listener
+    from .base.recording import remove_trace_listener as remove_trace_listener
+    from .core.capture import CapturedRuns as CapturedRuns
+    from .core.capture import capture_runs as capture_runs
+    from .core.conditions import SteeringNotFired as SteeringNotFired
+    from .core.dialogue import DialogueMismatch as DialogueMismatch
+    from .core.dialogue import UserLine as UserLine
+    from .core.steering import Delivery as Delivery
+    from .core.steering import ScheduleEntry as ScheduleEntry
+    from .core.steering import SteeringSchedule as SteeringSchedule
+    from .core.trace import LoopTrace as LoopTrace
+    from .core.trace import render_snapshot as render_snapshot
+    from .core.trace import render_timeline as render_timeline
+    from .core.trace import run_loop as run_loop
+    from .core.trace import run_loop_sync as run_loop_sync
+    from .core.tree import TraceTree as TraceTree
+    from .core.tree import run_exec as run_exec
+    from .core.tree import run_exec_sync as run_exec_sync
+    from .frontends.report.behaviours import exhibited as exhibited
+    from .frontends.report.coverage import Coverage as Coverage
+    from .frontends.report.html import write_html as write_html
+    from .frontends.report.record import trace_record as trace_record
+    from .frontends.scenarios.imports import scenario_factory as scenario_factory
+    from .frontends.scenarios.loader import load_scenario as load_scenario
+    from .frontends.scenarios.model import Scenario as Scenario
+    from .frontends.scenarios.problems import ScenarioError as ScenarioError
+    from .frontends.scenarios.runner import ScenarioResult as ScenarioResult
+    from .frontends.scenarios.runner import run_scenario as run_scenario
+    from .frontends.scenarios.scaffold import ScaffoldError as ScaffoldError
+    from .frontends.scenarios.scaffold import (
         scaffold_cassette as scaffold_cassette,
     )
-    from openprogram_testing.frontends.scenarios.scaffold_record import (
+    from .frontends.scenarios.scaffold_record import (
         scaffold_record as scaffold_record,
     )
-    from openprogram_testing.judges.assertions import assert_final_text as assert_final_text
-    from openprogram_testing.judges.assertions import assert_model_calls as assert_model_calls
-    from openprogram_testing.judges.assertions import assert_recovered as assert_recovered
-    from openprogram_testing.judges.assertions import assert_skipped as assert_skipped
-    from openprogram_testing.judges.assertions import assert_terminated as assert_terminated
-    from openprogram_testing.judges.assertions import assert_tool_results as assert_tool_results
-    from openprogram_testing.judges.invariants import InvariantViolation as InvariantViolation
-    from openprogram_testing.judges.invariants import Violation as Violation
-    from openprogram_testing.judges.invariants import check_invariants as check_invariants
-    from openprogram_testing.judges.invariants import (
+    from .judges.assertions import assert_final_text as assert_final_text
+    from .judges.assertions import assert_model_calls as assert_model_calls
+    from .judges.assertions import assert_recovered as assert_recovered
+    from .judges.assertions import assert_skipped as assert_skipped
+    from .judges.assertions import assert_terminated as assert_terminated
+    from .judges.assertions import assert_tool_results as assert_tool_results
+    from .judges.invariants import InvariantViolation as InvariantViolation
+    from .judges.invariants import Violation as Violation
+    from .judges.invariants import check_invariants as check_invariants
+    from .judges.invariants import (
         check_rechunk_invariance as check_rechunk_invariance,
     )
-    from openprogram_testing.judges.invariants import find_violations as find_violations
-    from openprogram_testing.judges.snapshot import TraceSnapshotExtension as TraceSnapshotExtension
-    from openprogram_testing.judges.trajectory import Approx as Approx
-    from openprogram_testing.judges.trajectory import MatcherError as MatcherError
-    from openprogram_testing.judges.trajectory import Matches as Matches
-    from openprogram_testing.judges.trajectory import TrajectoryMismatch as TrajectoryMismatch
-    from openprogram_testing.judges.trajectory import assert_trajectory as assert_trajectory
-    from openprogram_testing.judges.usage import Prices as Prices
-    from openprogram_testing.judges.usage import UsageError as UsageError
-    from openprogram_testing.judges.usage import UsageOverBudget as UsageOverBudget
-    from openprogram_testing.judges.usage import UsageTotals as UsageTotals
-    from openprogram_testing.judges.usage import assert_usage as assert_usage
-    from openprogram_testing.judges.usage import usage_of as usage_of
-    from openprogram_testing.transport.cassettes.errors import CassetteError as CassetteError
-    from openprogram_testing.transport.cassettes.errors import CassetteMismatch as CassetteMismatch
-    from openprogram_testing.transport.cassettes.errors import (
+    from .judges.invariants import find_violations as find_violations
+    from .judges.snapshot import TraceSnapshotExtension as TraceSnapshotExtension
+    from .judges.trajectory import Approx as Approx
+    from .judges.trajectory import MatcherError as MatcherError
+    from .judges.trajectory import Matches as Matches
+    from .judges.trajectory import TrajectoryMismatch as TrajectoryMismatch
+    from .judges.trajectory import assert_trajectory as assert_trajectory
+    from .judges.usage import Prices as Prices
+    from .judges.usage import UsageError as UsageError
+    from .judges.usage import UsageOverBudget as UsageOverBudget
+    from .judges.usage import UsageTotals as UsageTotals
+    from .judges.usage import assert_usage as assert_usage
+    from .judges.usage import usage_of as usage_of
+    from .transport.cassettes.errors import CassetteError as CassetteError
+    from .transport.cassettes.errors import CassetteMismatch as CassetteMismatch
+    from .transport.cassettes.errors import (
         ScriptExhaustedWarning as ScriptExhaustedWarning,
     )
-    from openprogram_testing.transport.cassettes.files import load_interactions as load_interactions
-    from openprogram_testing.transport.cassettes.redaction import REDACTED as REDACTED
-    from openprogram_testing.transport.cassettes.redaction import RedactionRules as RedactionRules
-    from openprogram_testing.transport.cassettes.redaction import Redactor as Redactor
-    from openprogram_testing.transport.cassettes.session import CassetteSession as CassetteSession
-    from openprogram_testing.transport.cassettes.session import use_cassette as use_cassette
-    from openprogram_testing.transport.emulator.retries import RetryTimingError as RetryTimingError
-    from openprogram_testing.transport.emulator.retries import assert_retries as assert_retries
-    from openprogram_testing.transport.emulator.server import EmulatorRequest as EmulatorRequest
-    from openprogram_testing.transport.emulator.server import ProviderEmulator as ProviderEmulator
-    from openprogram_testing.transport.faults import CorruptCrc as CorruptCrc
-    from openprogram_testing.transport.faults import CorruptFrame as CorruptFrame
-    from openprogram_testing.transport.faults import DropTerminal as DropTerminal
-    from openprogram_testing.transport.faults import FaultError as FaultError
-    from openprogram_testing.transport.faults import GarbleToolArguments as GarbleToolArguments
-    from openprogram_testing.transport.faults import HttpError as HttpError
-    from openprogram_testing.transport.faults import InjectError as InjectError
-    from openprogram_testing.transport.faults import Latency as Latency
-    from openprogram_testing.transport.faults import Rechunk as Rechunk
-    from openprogram_testing.transport.faults import Stall as Stall
-    from openprogram_testing.transport.faults import TruncateAfter as TruncateAfter
-    from openprogram_testing.transport.schema_provider import (
+    from .transport.cassettes.files import load_interactions as load_interactions
+    from .transport.cassettes.redaction import REDACTED as REDACTED
+    from .transport.cassettes.redaction import RedactionRules as RedactionRules
+    from .transport.cassettes.redaction import Redactor as Redactor
+    from .transport.cassettes.session import CassetteSession as CassetteSession
+    from .transport.cassettes.session import use_cassette as use_cassette
+    from .transport.emulator.retries import RetryTimingError as RetryTimingError
+    from .transport.emulator.retries import assert_retries as assert_retries
+    from .transport.emulator.server import EmulatorRequest as EmulatorRequest
+    from .transport.emulator.server import ProviderEmulator as ProviderEmulator
+    from .transport.faults import CorruptCrc as CorruptCrc
+    from .transport.faults import CorruptFrame as CorruptFrame
+    from .transport.faults import DropTerminal as DropTerminal
+    from .transport.faults import Fault as Fault
+    from .transport.faults import FaultError as FaultError
+    from .transport.faults import GarbleToolArguments as GarbleToolArguments
+    from .transport.faults import HttpError as HttpError
+    from .transport.faults import InjectError as InjectError
+    from .transport.faults import Latency as Latency
+    from .transport.faults import Rechunk as Rechunk
+    from .transport.faults import Stall as Stall
+    from .transport.faults import TruncateAfter as TruncateAfter
+    from .transport.schema_provider import (
         SchemaDrivenProvider as SchemaDrivenProvider,
     )
-    from openprogram_testing.transport.scripted import ModelRequest as ModelRequest
-    from openprogram_testing.transport.scripted import ScriptedCall as ScriptedCall
-    from openprogram_testing.transport.scripted import ScriptedProvider as ScriptedProvider
-    from openprogram_testing.transport.scripted import ScriptedTurn as ScriptedTurn
-    from openprogram_testing.transport.scripted import ScriptError as ScriptError
-    from openprogram_testing.transport.scripted import UnconsumedTurns as UnconsumedTurns
-    from openprogram_testing.transport.scripted import UnexpectedModelCall as UnexpectedModelCall
-    from openprogram_testing.transport.scripted import aborted_turn as aborted_turn
-    from openprogram_testing.transport.scripted import call as call
-    from openprogram_testing.transport.scripted import cut_turn as cut_turn
-    from openprogram_testing.transport.scripted import error_turn as error_turn
-    from openprogram_testing.transport.scripted import raising_turn as raising_turn
-    from openprogram_testing.transport.scripted import think as think
-    from openprogram_testing.transport.scripted import turn as turn
-
-    from .emulator import Fault as Fault
+    from .transport.scripted import ModelRequest as ModelRequest
+    from .transport.scripted import ScriptedCall as ScriptedCall
+    from .transport.scripted import ScriptedProvider as ScriptedProvider
+    from .transport.scripted import ScriptedTurn as ScriptedTurn
+    from .transport.scripted import ScriptError as ScriptError
+    from .transport.scripted import UnconsumedTurns as UnconsumedTurns
+    from .transport.scripted import UnexpectedModelCall as UnexpectedModelCall
+    from .transport.scripted import aborted_turn as aborted_turn
+    from .transport.scripted import call as call
+    from .transport.scripted import cut_turn as cut_turn
+    from .transport.scripted import error_turn as error_turn
+    from .transport.scripted import raising_turn as raising_turn
+    from .transport.scripted import think as think
+    from .transport.scripted import turn as turn
 
 _EXPORTS: dict[str, str] = {
     "CorruptCrc": "transport.faults",
@@ -136,31 +135,31 @@ _EXPORTS: dict[str, str] = {
     "Rechunk": "transport.faults",
     "Stall": "transport.faults",
     "TruncateAfter": "transport.faults",
-    "REDACTED": "cassettes",
-    "RedactionRules": "cassettes",
-    "Redactor": "cassettes",
-    "ScriptExhaustedWarning": "cassettes",
-    "load_interactions": "cassettes",
+    "REDACTED": "transport.cassettes.redaction",
+    "RedactionRules": "transport.cassettes.redaction",
+    "Redactor": "transport.cassettes.redaction",
+    "ScriptExhaustedWarning": "transport.cassettes.errors",
+    "load_interactions": "transport.cassettes.files",
     "TraceSnapshotExtension": "judges.snapshot",
-    "Coverage": "report",
-    "exhibited": "report",
-    "trace_record": "report",
-    "write_html": "report",
+    "Coverage": "frontends.report.coverage",
+    "exhibited": "frontends.report.behaviours",
+    "trace_record": "frontends.report.record",
+    "write_html": "frontends.report.html",
     "assert_final_text": "judges.assertions",
     "assert_model_calls": "judges.assertions",
     "assert_recovered": "judges.assertions",
     "assert_skipped": "judges.assertions",
     "assert_terminated": "judges.assertions",
     "assert_tool_results": "judges.assertions",
-    "CassetteError": "cassettes",
-    "CassetteMismatch": "cassettes",
-    "CassetteSession": "cassettes",
-    "use_cassette": "cassettes",
-    "EmulatorRequest": "emulator",
-    "Fault": "emulator",
-    "ProviderEmulator": "emulator",
-    "RetryTimingError": "emulator",
-    "assert_retries": "emulator",
+    "CassetteError": "transport.cassettes.errors",
+    "CassetteMismatch": "transport.cassettes.errors",
+    "CassetteSession": "transport.cassettes.session",
+    "use_cassette": "transport.cassettes.session",
+    "EmulatorRequest": "transport.emulator.server",
+    "Fault": "transport.faults",
+    "ProviderEmulator": "transport.emulator.server",
+    "RetryTimingError": "transport.emulator.retries",
+    "assert_retries": "transport.emulator.retries",
     "TraceFailure": "base.failures",
     "InvariantViolation": "judges.invariants",
     "Violation": "judges.invariants",
@@ -170,12 +169,12 @@ _EXPORTS: dict[str, str] = {
     "add_trace_listener": "base.recording",
     "remove_trace_listener": "base.recording",
     "SchemaDrivenProvider": "transport.schema_provider",
-    "Scenario": "scenarios",
-    "ScenarioError": "scenarios",
-    "ScenarioResult": "scenarios",
-    "load_scenario": "scenarios",
-    "scenario_factory": "scenarios",
-    "run_scenario": "scenarios",
+    "Scenario": "frontends.scenarios.model",
+    "ScenarioError": "frontends.scenarios.problems",
+    "ScenarioResult": "frontends.scenarios.runner",
+    "load_scenario": "frontends.scenarios.loader",
+    "scenario_factory": "frontends.scenarios.imports",
+    "run_scenario": "frontends.scenarios.runner",
     "ScaffoldError": "frontends.scenarios.scaffold",
     "scaffold_cassette": "frontends.scenarios.scaffold",
     "scaffold_record": "frontends.scenarios.scaffold_record",

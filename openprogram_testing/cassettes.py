@@ -16,39 +16,39 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from openprogram_testing.transport.cassettes.errors import CassetteError as CassetteError
-    from openprogram_testing.transport.cassettes.errors import (
+    from .transport.cassettes.errors import CassetteError as CassetteError
+    from .transport.cassettes.errors import (
         CassetteLeakError as CassetteLeakError,
     )
-    from openprogram_testing.transport.cassettes.errors import CassetteMismatch as CassetteMismatch
-    from openprogram_testing.transport.cassettes.errors import (
+    from .transport.cassettes.errors import CassetteMismatch as CassetteMismatch
+    from .transport.cassettes.errors import (
         ScriptExhaustedWarning as ScriptExhaustedWarning,
     )
-    from openprogram_testing.transport.cassettes.files import EXPECTED_SHAPES as EXPECTED_SHAPES
-    from openprogram_testing.transport.cassettes.files import load_interactions as load_interactions
-    from openprogram_testing.transport.cassettes.matching import NORMALISATIONS as NORMALISATIONS
-    from openprogram_testing.transport.cassettes.matching import (
+    from .transport.cassettes.files import EXPECTED_SHAPES as EXPECTED_SHAPES
+    from .transport.cassettes.files import load_interactions as load_interactions
+    from .transport.cassettes.matching import NORMALISATIONS as NORMALISATIONS
+    from .transport.cassettes.matching import (
         first_json_difference as first_json_difference,
     )
-    from openprogram_testing.transport.cassettes.modes import RECORD_MODES as RECORD_MODES
-    from openprogram_testing.transport.cassettes.modes import RecordMode as RecordMode
-    from openprogram_testing.transport.cassettes.redaction import (
+    from .transport.cassettes.modes import RECORD_MODES as RECORD_MODES
+    from .transport.cassettes.modes import RecordMode as RecordMode
+    from .transport.cassettes.redaction import (
         DEFAULT_SECRET_FIELDS as DEFAULT_SECRET_FIELDS,
     )
-    from openprogram_testing.transport.cassettes.redaction import (
+    from .transport.cassettes.redaction import (
         DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS,
     )
-    from openprogram_testing.transport.cassettes.redaction import (
+    from .transport.cassettes.redaction import (
         DEFAULT_SECRET_QUERY_PARAMS as DEFAULT_SECRET_QUERY_PARAMS,
     )
-    from openprogram_testing.transport.cassettes.redaction import REDACTED as REDACTED
-    from openprogram_testing.transport.cassettes.redaction import RedactionRules as RedactionRules
-    from openprogram_testing.transport.cassettes.redaction import Redactor as Redactor
-    from openprogram_testing.transport.cassettes.redaction import find_leak as find_leak
-    from openprogram_testing.transport.cassettes.redaction import redact_text as redact_text
-    from openprogram_testing.transport.cassettes.session import CassetteSession as CassetteSession
-    from openprogram_testing.transport.cassettes.session import MutationSpec as MutationSpec
-    from openprogram_testing.transport.cassettes.session import use_cassette as use_cassette
+    from .transport.cassettes.redaction import REDACTED as REDACTED
+    from .transport.cassettes.redaction import RedactionRules as RedactionRules
+    from .transport.cassettes.redaction import Redactor as Redactor
+    from .transport.cassettes.redaction import find_leak as find_leak
+    from .transport.cassettes.redaction import redact_text as redact_text
+    from .transport.cassettes.session import CassetteSession as CassetteSession
+    from .transport.cassettes.session import MutationSpec as MutationSpec
+    from .transport.cassettes.session import use_cassette as use_cassette
 
 _EXPORTS: dict[str, str] = {
     "CassetteError": "transport.cassettes.errors",

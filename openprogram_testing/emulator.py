@@ -12,14 +12,14 @@ from what the server received; :mod:`.cli` serves one outside tests.
 
 from __future__ import annotations
 
-from openprogram_testing.frontends.cli.emulator import announce, main_emulator, serve
-from openprogram_testing.transport.emulator.retries import (
+from .frontends.cli.emulator import announce, main_emulator, serve
+from .transport.emulator.retries import (
     RetryTiming,
     RetryTimingError,
     assert_retries,
     retry_timing,
 )
-from openprogram_testing.transport.emulator.server import (
+from .transport.emulator.server import (
     LISTEN_BACKLOG,
     EmulatorProtocolError,
     EmulatorRequest,
@@ -27,8 +27,8 @@ from openprogram_testing.transport.emulator.server import (
     echo_responder,
     model_request,
 )
-from openprogram_testing.transport.faults import Fault
-from openprogram_testing.transport.wire import ENDPOINTS, EXHAUSTED_HEADER
+from .transport.faults import Fault
+from .transport.wire import ENDPOINTS, EXHAUSTED_HEADER
 
 __all__ = [
     "ENDPOINTS",

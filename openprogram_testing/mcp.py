@@ -5,7 +5,7 @@ See docs/mcp.md; the parts live in ``transport/mcp/``.
 
 from __future__ import annotations
 
-from openprogram_testing.transport.mcp.fake import (
+from .transport.mcp.fake import (
     STALL,
     FakeCall,
     FakeMCPServer,

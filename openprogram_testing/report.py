@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-from openprogram_testing.frontends.report.behaviours import BEHAVIOURS, Behaviour, exhibited
-from openprogram_testing.frontends.report.coverage import Coverage
-from openprogram_testing.frontends.report.html import render_html, write_html
-from openprogram_testing.frontends.report.record import RunCollector, trace_record
+from .frontends.report.behaviours import BEHAVIOURS, Behaviour, exhibited
+from .frontends.report.coverage import Coverage
+from .frontends.report.html import render_html, write_html
+from .frontends.report.record import RunCollector, trace_record
 
 __all__ = [
     "BEHAVIOURS",

@@ -25,50 +25,50 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from openprogram_testing.frontends.scenarios.events import event_tokens as event_tokens
-    from openprogram_testing.frontends.scenarios.events import (
+    from .frontends.scenarios.events import event_tokens as event_tokens
+    from .frontends.scenarios.events import (
         parse_event_token as parse_event_token,
     )
-    from openprogram_testing.frontends.scenarios.expectations import (
+    from .frontends.scenarios.expectations import (
         check_expectations as check_expectations,
     )
-    from openprogram_testing.frontends.scenarios.imports import scenario_factory as scenario_factory
-    from openprogram_testing.frontends.scenarios.loader import load_scenario as load_scenario
-    from openprogram_testing.frontends.scenarios.loader import parse_scenario as parse_scenario
-    from openprogram_testing.frontends.scenarios.loader import (
+    from .frontends.scenarios.imports import scenario_factory as scenario_factory
+    from .frontends.scenarios.loader import load_scenario as load_scenario
+    from .frontends.scenarios.loader import parse_scenario as parse_scenario
+    from .frontends.scenarios.loader import (
         scenario_json_schema as scenario_json_schema,
     )
-    from openprogram_testing.frontends.scenarios.model import SCENARIO_PATTERNS as SCENARIO_PATTERNS
-    from openprogram_testing.frontends.scenarios.model import SCHEMA_VERSION as SCHEMA_VERSION
-    from openprogram_testing.frontends.scenarios.model import AgenticDef as AgenticDef
-    from openprogram_testing.frontends.scenarios.model import CallDef as CallDef
-    from openprogram_testing.frontends.scenarios.model import CallPosition as CallPosition
-    from openprogram_testing.frontends.scenarios.model import CassetteRef as CassetteRef
-    from openprogram_testing.frontends.scenarios.model import Expectations as Expectations
-    from openprogram_testing.frontends.scenarios.model import FunctionChoice as FunctionChoice
-    from openprogram_testing.frontends.scenarios.model import LoopOptions as LoopOptions
-    from openprogram_testing.frontends.scenarios.model import Mutation as Mutation
-    from openprogram_testing.frontends.scenarios.model import Outcome as Outcome
-    from openprogram_testing.frontends.scenarios.model import RaiseSpec as RaiseSpec
-    from openprogram_testing.frontends.scenarios.model import Scenario as Scenario
-    from openprogram_testing.frontends.scenarios.model import SteeringDef as SteeringDef
-    from openprogram_testing.frontends.scenarios.model import ToolDef as ToolDef
-    from openprogram_testing.frontends.scenarios.model import ToolResultExpect as ToolResultExpect
-    from openprogram_testing.frontends.scenarios.model import TurnDef as TurnDef
-    from openprogram_testing.frontends.scenarios.model import is_scenario_file as is_scenario_file
-    from openprogram_testing.frontends.scenarios.model import scenario_stem as scenario_stem
-    from openprogram_testing.frontends.scenarios.problems import Problem as Problem
-    from openprogram_testing.frontends.scenarios.problems import ScenarioError as ScenarioError
-    from openprogram_testing.frontends.scenarios.runner import (
+    from .frontends.scenarios.model import SCENARIO_PATTERNS as SCENARIO_PATTERNS
+    from .frontends.scenarios.model import SCHEMA_VERSION as SCHEMA_VERSION
+    from .frontends.scenarios.model import AgenticDef as AgenticDef
+    from .frontends.scenarios.model import CallDef as CallDef
+    from .frontends.scenarios.model import CallPosition as CallPosition
+    from .frontends.scenarios.model import CassetteRef as CassetteRef
+    from .frontends.scenarios.model import Expectations as Expectations
+    from .frontends.scenarios.model import FunctionChoice as FunctionChoice
+    from .frontends.scenarios.model import LoopOptions as LoopOptions
+    from .frontends.scenarios.model import Mutation as Mutation
+    from .frontends.scenarios.model import Outcome as Outcome
+    from .frontends.scenarios.model import RaiseSpec as RaiseSpec
+    from .frontends.scenarios.model import Scenario as Scenario
+    from .frontends.scenarios.model import SteeringDef as SteeringDef
+    from .frontends.scenarios.model import ToolDef as ToolDef
+    from .frontends.scenarios.model import ToolResultExpect as ToolResultExpect
+    from .frontends.scenarios.model import TurnDef as TurnDef
+    from .frontends.scenarios.model import is_scenario_file as is_scenario_file
+    from .frontends.scenarios.model import scenario_stem as scenario_stem
+    from .frontends.scenarios.problems import Problem as Problem
+    from .frontends.scenarios.problems import ScenarioError as ScenarioError
+    from .frontends.scenarios.runner import (
         DEFAULT_TIME_LIMIT_S as DEFAULT_TIME_LIMIT_S,
     )
-    from openprogram_testing.frontends.scenarios.runner import ScenarioResult as ScenarioResult
-    from openprogram_testing.frontends.scenarios.runner import arun_scenario as arun_scenario
-    from openprogram_testing.frontends.scenarios.runner import build_provider as build_provider
-    from openprogram_testing.frontends.scenarios.runner import build_schedule as build_schedule
-    from openprogram_testing.frontends.scenarios.runner import run_scenario as run_scenario
-    from openprogram_testing.frontends.scenarios.snapshots import snapshot_path as snapshot_path
-    from openprogram_testing.frontends.scenarios.stubs import build_tools as build_tools
+    from .frontends.scenarios.runner import ScenarioResult as ScenarioResult
+    from .frontends.scenarios.runner import arun_scenario as arun_scenario
+    from .frontends.scenarios.runner import build_provider as build_provider
+    from .frontends.scenarios.runner import build_schedule as build_schedule
+    from .frontends.scenarios.runner import run_scenario as run_scenario
+    from .frontends.scenarios.snapshots import snapshot_path as snapshot_path
+    from .frontends.scenarios.stubs import build_tools as build_tools
 
 _EXPORTS: dict[str, str] = {
     "AgenticDef": "frontends.scenarios.model",

@@ -27,7 +27,8 @@ prediction), ``export`` (YAML and failure files), ``profiles`` (hypothesis setti
 """
 
 from openprogram.loop import effective_cap
-from openprogram_testing.frontends.strategies.agent import (
+
+from .frontends.strategies.agent import (
     AgentCall,
     AgentCheckFailed,
     AgentScenario,
@@ -36,25 +37,25 @@ from openprogram_testing.frontends.strategies.agent import (
     check_agent,
     check_agent_run,
 )
-from openprogram_testing.frontends.strategies.agent_export import (
+from .frontends.strategies.agent_export import (
     agent_scenario_to_yaml,
     import_path,
 )
-from openprogram_testing.frontends.strategies.checks import (
+from .frontends.strategies.checks import (
     OutcomeMismatch,
     check_outcome,
     check_rules,
     check_run,
     outcome_problems,
 )
-from openprogram_testing.frontends.strategies.export import (
+from .frontends.strategies.export import (
     failure_dir,
     report_failure,
     save_failure,
     scenario_to_yaml,
     to_scenario,
 )
-from openprogram_testing.frontends.strategies.generate import (
+from .frontends.strategies.generate import (
     exact_script,
     gen_tools,
     model_turns,
@@ -63,7 +64,7 @@ from openprogram_testing.frontends.strategies.generate import (
     steering_schedules,
     tool_calls,
 )
-from openprogram_testing.frontends.strategies.hostile import (
+from .frontends.strategies.hostile import (
     HOSTILE_KINDS,
     HostileScenario,
     Hostility,
@@ -71,27 +72,27 @@ from openprogram_testing.frontends.strategies.hostile import (
     hostile_records,
     hostile_scenarios,
 )
-from openprogram_testing.frontends.strategies.hostile_matchers import (
+from .frontends.strategies.hostile_matchers import (
     HostileExpectation,
     check_hostile_expectation,
     hostile_expectations,
 )
-from openprogram_testing.frontends.strategies.model import (
+from .frontends.strategies.model import (
     GenCall,
     GeneratedScenario,
     GenSteering,
     GenTool,
     GenTurn,
 )
-from openprogram_testing.frontends.strategies.oracle import Expected, ExpectedResult
-from openprogram_testing.frontends.strategies.profiles import (
+from .frontends.strategies.oracle import Expected, ExpectedResult
+from .frontends.strategies.profiles import (
     PROFILES,
     active_profile,
     load_profile,
     property_settings,
     register_profiles,
 )
-from openprogram_testing.frontends.strategies.schema import (
+from .frontends.strategies.schema import (
     ALL_LABELS,
     NEAR_MISSES,
     SchemaCall,
@@ -100,7 +101,7 @@ from openprogram_testing.frontends.strategies.schema import (
     schema_calls,
     tool_model,
 )
-from openprogram_testing.frontends.strategies.universe import TOOL_NAMES, UNKNOWN_TOOL, X_SCHEMA
+from .frontends.strategies.universe import TOOL_NAMES, UNKNOWN_TOOL, X_SCHEMA
 
 __all__ = [
     "ALL_LABELS",

@@ -335,7 +335,7 @@ def test_show_describes_gemini_requests_in_either_spelling():
     """``openprogram-testing show`` reads a recorded Gemini request as the emulator does."""
     from pathlib import Path
 
-    from openprogram_testing.frontends.cli.commands import render_cassette
+    from openprogram_testing.transport.cassettes.show import render_cassette
 
     uri = "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:generateContent"
     shown = []

@@ -90,7 +90,7 @@ def test_render_does_not_import_trace() -> None:
 
 
 def test_the_invariant_checks_live_in_their_own_module() -> None:
-    source = (PACKAGE / "assertions.py").read_text(encoding="utf-8")
+    source = (PACKAGE / "judges" / "assertions.py").read_text(encoding="utf-8")
     assert "def _inv" not in source and "Violation(" not in source
     names = [n.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef)]
     assert all(n.startswith(("assert_", "_")) for n in names), names

@@ -455,7 +455,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 def _snapshot_diffs(report: pytest.TestReport) -> None:
     """A failed trace snapshot's marked diff as a report section, whole (pytest cuts the
     assertion's explanation at default verbosity, so a second difference needed ``-vv``)."""
-    module = sys.modules.get(f"{__package__}.snapshot")  # never imported: no snapshot was taken
+    module = sys.modules.get(
+        "openprogram_testing.judges.snapshot"
+    )  # never imported: no snapshot was taken
     if module is None:
         return
     diffs = [lines for lines in module.PENDING_DIFFS if lines]
