@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from .base.failures import TraceFailure as TraceFailure
     from .base.recording import add_trace_listener as add_trace_listener
     from .base.recording import remove_trace_listener as remove_trace_listener
+    from .core.approvals import ApprovalScriptError as ApprovalScriptError
+    from .core.approvals import ScriptedReviewer as ScriptedReviewer
     from .core.capture import CapturedRuns as CapturedRuns
     from .core.capture import capture_runs as capture_runs
     from .core.conditions import SteeringNotFired as SteeringNotFired
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from .frontends.scenarios.scaffold_record import (
         scaffold_record as scaffold_record,
     )
+    from .judges.approvals import assert_approvals as assert_approvals
     from .judges.assertions import assert_final_text as assert_final_text
     from .judges.assertions import assert_model_calls as assert_model_calls
     from .judges.assertions import assert_recovered as assert_recovered
@@ -149,6 +152,7 @@ _EXPORTS: dict[str, str] = {
     "assert_model_calls": "judges.assertions",
     "assert_recovered": "judges.assertions",
     "assert_skipped": "judges.assertions",
+    "assert_approvals": "judges.approvals",
     "assert_terminated": "judges.assertions",
     "assert_tool_results": "judges.assertions",
     "CassetteError": "transport.cassettes.errors",
@@ -195,6 +199,8 @@ _EXPORTS: dict[str, str] = {
     "Delivery": "core.steering",
     "ScheduleEntry": "core.steering",
     "SteeringSchedule": "core.steering",
+    "ApprovalScriptError": "core.approvals",
+    "ScriptedReviewer": "core.approvals",
     "SteeringNotFired": "core.conditions",
     "DialogueMismatch": "core.dialogue",
     "UserLine": "core.dialogue",

@@ -24,6 +24,8 @@ from openprogram.events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ToolApprovalEnd,
+    ToolApprovalStart,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -179,6 +181,14 @@ class _Renderer:
         except Exception:
             text = repr(args)
         return clip(self.norm(text), limit)
+
+    def decision(self, e: ToolApprovalEnd) -> str:
+        """``approved``, ``modified {args}``, ``denied: message``, ``timed_out: ...``."""
+        if e.outcome == "modified":
+            return f"modified {self.args(e.args)}"
+        if e.message:
+            return f"{e.outcome}: {clip(self.norm(e.message), 200)}"
+        return e.outcome
 
     def add(self, number: str, depth: int, text: str, style: str = "") -> None:
         if number and self.prefix:
@@ -392,6 +402,22 @@ class _Renderer:
                     "yellow",
                 )
                 self.nested(e.tool_call_id, depth)
+            elif isinstance(e, ToolApprovalStart):
+                reason = f" reason={self.q(e.reason, 200)}" if e.reason else ""
+                self.add(
+                    num,
+                    depth + 1,
+                    f"tool_approval_start {self.cid(e.tool_call_id)} {e.tool_name} "
+                    f"{self.args(e.args)}{reason}",
+                    "cyan",
+                )
+            elif isinstance(e, ToolApprovalEnd):
+                self.add(
+                    num,
+                    depth + 1,
+                    f"tool_approval_end {self.cid(e.tool_call_id)} {self.decision(e)}",
+                    "cyan" if e.runs else "red",
+                )
             elif isinstance(e, ToolExecutionUpdate):
                 self.add(
                     num,

@@ -24,6 +24,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 from openprogram.events import (
     AgentEvent,
     MessageEnd,
+    ToolApprovalEnd,
+    ToolApprovalStart,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -122,6 +124,10 @@ class ToolRun:
     start_index: int | None
     end_index: int
     updates: int = 0
+    asked: ToolApprovalStart | None = None
+    """The call's approval request (``None``: nobody was asked)."""
+    decided: ToolApprovalEnd | None = None
+    """The decision on it (``None``: nobody was asked, or no decision came)."""
 
 
 @dataclass(slots=True)
@@ -174,6 +180,8 @@ def split_rounds(trace: ReadableTrace) -> list[Round]:
     current: Round | None = None
     starts: dict[str, int] = {}
     updates: dict[str, int] = {}
+    asked: dict[str, ToolApprovalStart] = {}
+    decided: dict[str, ToolApprovalEnd] = {}
     for i, event in enumerate(trace.events):
         kind = type(event)
         if kind is TurnStart:
@@ -181,6 +189,8 @@ def split_rounds(trace: ReadableTrace) -> list[Round]:
             rounds.append(current)
             starts.clear()
             updates.clear()
+            asked.clear()
+            decided.clear()
             continue
         if kind is MessageEnd:
             assert isinstance(event, MessageEnd)
@@ -223,8 +233,16 @@ def split_rounds(trace: ReadableTrace) -> list[Round]:
                     starts.get(call_id),
                     i,
                     updates.get(call_id, 0),
+                    asked.get(call_id),
+                    decided.get(call_id),
                 )
             )
+        elif kind is ToolApprovalStart:
+            assert isinstance(event, ToolApprovalStart)
+            asked[event.tool_call_id] = event
+        elif kind is ToolApprovalEnd:
+            assert isinstance(event, ToolApprovalEnd)
+            decided[event.tool_call_id] = event
     return rounds
 
 

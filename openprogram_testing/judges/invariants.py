@@ -27,6 +27,8 @@ from openprogram.events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ToolApprovalEnd,
+    ToolApprovalStart,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -50,7 +52,7 @@ from openprogram.types import (
 )
 from openprogram_testing.base.failures import TimelineNote, TraceFailure
 from openprogram_testing.core.render import render_timeline, want_color
-from openprogram_testing.core.rounds import Round, split_rounds
+from openprogram_testing.core.rounds import Round, child_traces, split_rounds
 from openprogram_testing.core.trace import LoopTrace, run_loop_sync
 
 
@@ -736,6 +738,78 @@ check_rechunk_invariance = rechunking_keeps_final_messages
 Check = Callable[[LoopTrace, Sequence[Round]], list[Violation]]
 
 
+def unapproved_calls_never_run(
+    trace: LoopTrace, rounds: Sequence[Round] | None = None
+) -> list[Violation]:
+    """A call is reviewed inside its own execution (``tool_approval_start``/``_end`` pair up by
+    id between its ``tool_execution_start`` and ``_end``), and a call the decision refuses never
+    runs: its result is the loop's not-run answer (``Cancelled`` when the run was cancelled
+    meanwhile), with no progress update and no nested run started by it."""
+    broken = _Broken(11)
+    running: str | None = None
+    asked: dict[str, int] = {}
+    refused: dict[str, tuple[int, ToolApprovalEnd]] = {}
+    for i, e in enumerate(trace.events):
+        if isinstance(e, ToolExecutionStart):
+            running = e.tool_call_id
+        elif isinstance(e, ToolApprovalStart):
+            if running != e.tool_call_id:
+                broken(f"tool_approval_start {e.tool_call_id} outside its call's execution", i)
+            if e.tool_call_id in asked:
+                broken(
+                    f"tool_approval_start {e.tool_call_id} asked twice", asked[e.tool_call_id], i
+                )
+            asked[e.tool_call_id] = i
+        elif isinstance(e, ToolApprovalEnd):
+            call_id = e.tool_call_id
+            if call_id not in asked:
+                broken(f"tool_approval_end {call_id} without tool_approval_start", i)
+            elif running != call_id:
+                broken(f"tool_approval_end {call_id} outside its call's execution", i)
+            if not e.runs:
+                refused[call_id] = (i, e)
+            asked.setdefault(call_id, i)
+            asked[call_id] = -1  # decided
+        elif isinstance(e, ToolExecutionUpdate) and e.tool_call_id in refused:
+            at, decision = refused[e.tool_call_id]
+            broken(
+                f"call {e.tool_call_id} ({e.tool_name}) was {decision.outcome} yet ran: it sent "
+                "a progress update",
+                at,
+                i,
+            )
+        elif isinstance(e, ToolExecutionEnd):
+            call_id = e.tool_call_id
+            if asked.get(call_id, -1) >= 0:
+                broken(f"tool_approval_start {call_id} got no tool_approval_end", asked[call_id], i)
+            if call_id in refused:
+                at, decision = refused[call_id]
+                text = "".join(getattr(b, "text", "") for b in e.result.content)
+                expected = (
+                    text == CANCELLED_TEXT
+                    if decision.outcome == "cancelled"
+                    else text.startswith(f"Tool {e.tool_name} was not run: ")
+                )
+                if not (e.result.is_error and expected):
+                    broken(
+                        f"call {call_id} ({e.tool_name}) was {decision.outcome} yet ran: its "
+                        f"result is {_q(text)}",
+                        at,
+                        i,
+                    )
+            running = None
+    for _, child in child_traces(trace):
+        run = getattr(child, "run", None)
+        started_by = getattr(run, "tool_call_id", None)
+        if started_by in refused:
+            at, decision = refused[started_by]
+            broken(
+                f"call {started_by} was {decision.outcome} yet ran: it started a nested run",
+                at,
+            )
+    return broken.violations
+
+
 @dataclass(frozen=True)
 class Invariant:
     """A rule: its number, its name (the check function's), what it says and its check
@@ -803,6 +877,12 @@ INVARIANTS: tuple[Invariant, ...] = (
         10,
         "re-chunking the provider stream does not change the final messages",
         name="rechunking_keeps_final_messages",
+    ),
+    Invariant(
+        11,
+        "a call's approval is decided inside its execution, and a call not approved never runs "
+        "(its result is the not-run answer, no update, no nested run)",
+        unapproved_calls_never_run,
     ),
 )
 """Every rule, in number order.  Rules with a ``check`` run on every trace."""
@@ -937,4 +1017,5 @@ __all__ = [
     "timeline_shown",
     "timeline_text",
     "tool_failures_are_fed_back",
+    "unapproved_calls_never_run",
 ]

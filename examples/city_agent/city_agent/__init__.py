@@ -1,5 +1,6 @@
-"""A weather agent: three tools, an agentic function that runs its own nested loop, and a
-forecast service reached over MCP (``city_agent.forecast_server``)."""
+"""A weather agent: three tools, an agentic function that runs its own nested loop, a forecast
+service reached over MCP (``city_agent.forecast_server``), and a tool that sends mail only with a
+reviewer's approval."""
 
 from __future__ import annotations
 
@@ -42,6 +43,20 @@ def summarize_cities(cities: list[str], runtime: Runtime) -> str:
 
 TOOLS = [list_cities, lookup_weather, summarize_cities]
 
+OUTBOX: list[tuple[str, str]] = []
+"""What ``send_forecast`` sent (the example's stand-in for a mail server)."""
+
+
+@function(registry=registry, requires_approval=True)
+def send_forecast(to: str, text: str) -> str:
+    """E-mail a forecast.  Every message waits for a reviewer's approval (the runtime's
+    approval gate): a denied one is never sent, and the reviewer may change the recipient."""
+    OUTBOX.append((to, text))
+    return f"sent to {to}"
+
+
+MAIL_TOOLS = [lookup_weather, send_forecast]
+
 
 def build_runtime(provider: object, model: str = "gpt-4o-mini") -> Runtime:
     """The agent's runtime over any provider (a real adapter, or a test double)."""
@@ -70,12 +85,21 @@ def plan(runtime: Runtime, question: str, forecast: MCPConnection) -> str:
     return str(runtime.exec(question, tools=[*TOOLS, forecast]))
 
 
+def mail_forecast(runtime: Runtime, request: str) -> str:
+    """Ask the agent to mail a forecast (``send_forecast`` asks the runtime's approval gate)."""
+    return str(runtime.exec(request, tools=MAIL_TOOLS))
+
+
 __all__ = [
+    "MAIL_TOOLS",
+    "OUTBOX",
     "TOOLS",
     "ask",
     "build_runtime",
     "forecast_service",
+    "mail_forecast",
     "plan",
     "registry",
+    "send_forecast",
     "summarize_cities",
 ]

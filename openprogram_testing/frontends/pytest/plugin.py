@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from openprogram_testing.base.extras import MissingExtra, require
+from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedReviewer
 from openprogram_testing.core.render import render_timeline
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.judges.invariants import timeline_shown
@@ -357,6 +358,30 @@ def runtime_override(request: pytest.FixtureRequest) -> Iterator[Callable[..., N
 
         use()
         yield use
+
+
+@pytest.fixture
+def approvals(request: pytest.FixtureRequest) -> Iterator[ScriptedReviewer]:
+    """A ``ScriptedReviewer`` answering every approval request of every run in this test,
+    whatever ``Runtime`` the application built (``Runtime.override(approval_gate=...)``).
+    Script it with ``approve`` / ``deny`` / ``modify``.  At teardown, if the test itself
+    passed, a request nobody scripted (it was denied: the call never ran) or a required
+    decision never asked for fails the test, naming it."""
+    __tracebackhide__ = True
+    from openprogram import Runtime
+
+    reviewer = ScriptedReviewer()
+    with Runtime.override(approval_gate=reviewer):
+        yield reviewer
+    if request.node.stash.get(_CALL_FAILED, False):
+        return
+    try:
+        reviewer.assert_complete()
+    except ApprovalScriptError as exc:  # the message names each request and rule
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@
 for message start/end with X = ``U`` (prompt), ``S`` (steering), ``F`` (follow-up), ``A``
 (assistant), ``R`` (tool result); ``upd`` for a run of message updates; ``tool_start(name)``,
 ``tool_update(name)``, ``tool_end(name)`` (``tool_end(name, error)`` for an error result,
-``tool_end(name, skipped)`` for a skipped call).
+``tool_end(name, skipped)`` for a skipped call); ``approval_start(name)`` and
+``approval_end(name, outcome)`` for a call's approval request and decision.
 
 Tokens are parsed when the scenario is validated (a typo is a positioned load error, not a
 failed run) and compared in their canonical spelling (``tool_end(a,skipped)`` reads as
@@ -14,7 +15,9 @@ failed run) and compared in their canonical spelling (``tool_end(a,skipped)`` re
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
+
+from openprogram.events import ApprovalOutcome
 
 TERMINATIONS = ("completed", "max_iterations", "error", "aborted")
 MESSAGE_LETTERS = "USFAR"
@@ -63,12 +66,27 @@ def parse_event_token(token: str) -> str:
             + (" and optionally 'error' or 'skipped'" if kind == "tool_end" else "")
             + f", got {token!r}"
         )
+    if kind in ("approval_start", "approval_end"):
+        if not args[0] or not _NAME.match(args[0]):
+            raise ValueError(f"{kind} needs a tool name, got {token!r}")
+        if kind == "approval_start" and len(args) == 1:
+            return f"approval_start({args[0]})"
+        if kind == "approval_end" and len(args) == 2 and args[1] in _OUTCOMES:
+            return f"approval_end({args[0]}, {args[1]})"
+        raise ValueError(
+            f"{kind} takes a tool name"
+            + (f" and an outcome ({', '.join(_OUTCOMES)})" if kind == "approval_end" else "")
+            + f", got {token!r}"
+        )
     raise ValueError(f"unknown event token {token!r}; {_KNOWN}")
 
 
+_OUTCOMES: tuple[str, ...] = get_args(ApprovalOutcome)
+
 _KNOWN = (
     "known: agent_start, turn_start, turn_end, upd, agent_end(termination), ms(X), me(X), "
-    "tool_start(name), tool_update(name), tool_end(name[, error|skipped])"
+    "tool_start(name), tool_update(name), tool_end(name[, error|skipped]), "
+    "approval_start(name), approval_end(name, outcome)"
 )
 
 
@@ -113,6 +131,10 @@ def event_tokens(trace: Any) -> list[str]:
             tokens.append(f"tool_start({event.tool_name})")
         elif kind == "tool_execution_update":
             tokens.append(f"tool_update({event.tool_name})")
+        elif kind == "tool_approval_start":
+            tokens.append(f"approval_start({event.tool_name})")
+        elif kind == "tool_approval_end":
+            tokens.append(f"approval_end({event.tool_name}, {event.outcome})")
         elif kind == "tool_execution_end":
             flag = ", skipped" if event.result.skipped else ", error" if event.is_error else ""
             tokens.append(f"tool_end({event.tool_name}{flag})")

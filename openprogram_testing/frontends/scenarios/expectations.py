@@ -132,6 +132,13 @@ def check_run(
             out.append(f"{where}.events: the event order differs\n" + _diff(exp.events, tokens))
     if exp.trajectory is not None:
         out.extend(_check_trajectory(exp.trajectory, trace, where, deadline))
+    if exp.approvals is not None:
+        from openprogram_testing.judges.approvals import approvals_difference
+
+        wanted = [a.outcome if a.tool is None else (a.tool, a.outcome) for a in exp.approvals]
+        problem = approvals_difference(trace, wanted)
+        if problem is not None:
+            out.append(f"{where}.approvals: {problem}")
     if exp.usage is not None:
         out.extend(_check_usage(exp.usage, whole if whole is not None else trace, where))
     if exp.request_roles is not None:

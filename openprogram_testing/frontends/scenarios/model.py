@@ -175,6 +175,9 @@ class ToolDef(Outcome):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     sequence: list[Outcome] | None = None
     import_: ImportPath | None = Field(default=None, alias="import")
+    requires_approval: bool | str = False
+    """Every call waits for the scenario's ``approvals`` (a string: the reason the reviewer
+    is shown)."""
 
     @model_validator(mode="after")
     def _sequence_alone(self) -> ToolDef:
@@ -424,6 +427,59 @@ class SteeringDef(_Strict):
         return self
 
 
+class ApprovalDef(_Strict):
+    """One scripted reviewer decision: exactly one of ``approve: true``, ``deny: <message>`` or
+    ``modify: {arguments}``, for the requests that fit ``tool`` (+ ``args``, matched as in
+    ``when``, and ``nth``) or ``when`` (the steering condition form); neither: any request.
+    ``times``: how many requests it answers (``null``: every one).  An entry never asked fails
+    the scenario unless ``optional: true``; a request no entry fits fails it too."""
+
+    approve: Literal[True] | None = None
+    deny: str | None = None
+    modify: dict[str, Any] | None = None
+    tool: str | None = Field(default=None, min_length=1)
+    args: dict[str, Any] | None = None
+    nth: int = Field(default=1, ge=1)
+    when: WhenDef | None = None
+    times: int | None = Field(default=1, ge=1)
+    optional: bool = False
+
+    @model_validator(mode="after")
+    def _one_decision(self) -> ApprovalDef:
+        given = [n for n in ("approve", "deny", "modify") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "an approvals entry needs exactly one of approve, deny, modify"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        if self.tool is None and (self.args is not None or "nth" in self.model_fields_set):
+            raise ValueError("args and nth belong to a tool: give 'tool' too")
+        if self.tool is not None and self.when is not None:
+            raise ValueError("give 'tool' (with args, nth) or 'when', not both")
+        if self.args is not None:
+            from openprogram_testing.core.matchers import arguments_matcher
+
+            arguments_matcher(self.args)
+        return self
+
+
+class ApprovalExpect(_Strict):
+    """One expected approval decision (``expect.approvals``): its ``outcome`` and, optionally,
+    the ``tool``."""
+
+    outcome: Literal[
+        "approved",
+        "modified",
+        "denied",
+        "timed_out",
+        "gate_failed",
+        "no_gate",
+        "invalid_arguments",
+        "cancelled",
+    ]
+    tool: str | None = None
+
+
 class UserLineDef(_Strict):
     """One line of the simulated user: what it ``say``s when the model finishes, if the agent's
     reply fits ``expect`` (a regular expression searched in the reply's text; a reply that does
@@ -495,6 +551,8 @@ class Expectations(_Strict):
     """The tool calls the model made (see ``expect_models.TrajectoryExpect``)."""
     usage: UsageExpect | None = None
     """Token, model-call and cost budgets (see ``expect_models.UsageExpect``)."""
+    approvals: list[ApprovalExpect] | None = None
+    """The run's approval decisions, in call order (``assert_approvals``)."""
     runs: dict[str, Expectations] | None = None
     """Expectations of nested runs, by the tool path that led to each (``plan_trip`` or
     ``plan_trip/compare_options``; the first run at that path, as ``tree[path]``), made of the
@@ -524,6 +582,8 @@ class Scenario(_Strict):
     simulated_user: list[str | UserLineDef] = Field(default_factory=list)
     """A scripted user answering the agent each time the model finishes, one line per answer
     (a plain string answers whatever the agent said); after the ``follow_ups``."""
+    approvals: list[ApprovalDef] = Field(default_factory=list)
+    """The scripted reviewer of the run's approval requests (see ``ApprovalDef``)."""
     options: LoopOptions = Field(default_factory=LoopOptions)
     expect: Expectations = Field(default_factory=Expectations)
     check_invariants: bool = True

@@ -22,6 +22,7 @@ from openprogram.providers.base import Provider
 from openprogram.runtime import Runtime
 from openprogram.texts import clip, whole_text, whole_values
 from openprogram.types import Usage
+from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedReviewer
 from openprogram_testing.core.dialogue import UserLine
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.core.trace import LoopTrace, run_loop
@@ -400,6 +401,47 @@ async def _run(scenario: Scenario, provider: Provider, model: str) -> tuple[Ran,
     run, or a ``Runtime.exec`` run traced as a tree (see ``_runtime``)."""
 
     runtime = _runtime(scenario, provider, model)
+    reviewer = build_reviewer(scenario, runtime)
+    if reviewer is None:
+        return await _run_on(scenario, provider, model, runtime)
+    with Runtime.override(approval_gate=reviewer):
+        ran, failures = await _run_on(scenario, provider, model, runtime)
+    try:
+        reviewer.assert_complete()
+    except ApprovalScriptError as exc:
+        failures.extend(f"approvals: {line}" for line in str(exc).splitlines())
+    return ran, failures
+
+
+def build_reviewer(scenario: Scenario, runtime: Runtime | None = None) -> ScriptedReviewer | None:
+    """The scripted reviewer of ``approvals``: strict, so a request no entry fits fails the
+    scenario (also with no ``approvals`` at all); ``None`` only when the scenario scripts no
+    decision and its ``runtime:`` factory brings its own approval gate (the application's
+    gate is then what the scenario tests)."""
+    if not scenario.approvals and runtime is not None and runtime.approval_gate is not None:
+        return None
+    reviewer = ScriptedReviewer()
+    for i, entry in enumerate(scenario.approvals):
+        condition = entry.when
+        tool = condition.tool if condition is not None else entry.tool
+        args = condition.args if condition is not None else entry.args
+        nth = condition.nth if condition is not None else entry.nth
+        common: dict[str, Any] = dict(
+            args=args, nth=nth, times=entry.times, required=not entry.optional
+        )
+        if entry.approve:
+            reviewer.approve(tool, **common)
+        elif entry.deny is not None:
+            reviewer.deny(tool, entry.deny, **common)
+        else:
+            reviewer.modify(tool, entry.modify, **common)
+        reviewer.rules[-1].label = f"approvals[{i}]"
+    return reviewer
+
+
+async def _run_on(
+    scenario: Scenario, provider: Provider, model: str, runtime: Runtime | None
+) -> tuple[Ran, list[str]]:
     tools = build_tools(scenario, provider, model, runtime)
     if runtime is None:
         trace = await run_loop(
@@ -530,6 +572,7 @@ __all__ = [
     "ScenarioResult",
     "arun_scenario",
     "build_provider",
+    "build_reviewer",
     "build_schedule",
     "execute",
     "loop_options",

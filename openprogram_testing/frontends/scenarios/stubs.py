@@ -68,10 +68,16 @@ def build_stub(
         return value
 
     execute.__name__ = f"scenario_tool_{defn.name}"
-    return {
+    tool: dict[str, Any] = {
         "spec": {"name": defn.name, "description": defn.description, "parameters": defn.parameters},
         "execute": execute,
     }
+    if defn.requires_approval:
+        reason = defn.requires_approval
+        tool["requires_approval"] = (
+            True if reason is True else (lambda **_arguments: reason)  # a string: the reason
+        )
+    return tool
 
 
 async def _run_nested(
