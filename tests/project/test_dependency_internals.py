@@ -45,6 +45,7 @@ PARTS = [
     "Client._api_client._http_options.base_url",
     "EventStream._raw_stream",
     "vcr_internals.REQUIRED",
+    "mcp.client._memory.InMemoryTransport",
 ]
 
 
@@ -122,6 +123,20 @@ def test_google_genai_client_base_url() -> None:
         pytest.fail(moved("google-genai", "Client._api_client._http_options.base_url"))
     assert found == "http://127.0.0.1:9/"
     assert GeminiProvider(client).base_url == "http://127.0.0.1:9/"
+
+
+def test_mcp_in_memory_transport() -> None:
+    """MCP cassettes and faults reach an in-process server's JSON-RPC messages through it."""
+    pytest.importorskip("mcp")
+    try:
+        from mcp.client._memory import InMemoryTransport
+    except ImportError:
+        pytest.fail(moved("mcp", "mcp.client._memory.InMemoryTransport"))
+    parameters = list(inspect.signature(InMemoryTransport).parameters)
+    assert parameters[:1] == ["server"], moved("mcp", "InMemoryTransport(server)")
+    assert hasattr(InMemoryTransport, "__aenter__"), moved(
+        "mcp", "InMemoryTransport as a transport"
+    )
 
 
 @pytest.fixture

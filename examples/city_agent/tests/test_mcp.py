@@ -1,7 +1,8 @@
-"""The agent with its forecast service, an MCP server, tested without a model: a fake service
-built from the real one's recorded ``tools/list`` (strict: a call it was not scripted for fails
-the test), and the real server in-process.  ``tests/forecast_tools.json`` is that recording; the
-last test fails when the real server's tools drift from it, so the fake cannot go stale."""
+"""The agent with its forecast service, an MCP server, tested three ways: a fake service built
+from the real one's recorded ``tools/list`` (strict: a call it was not scripted for fails the
+test), the real server in-process, and its recorded traffic replayed (an MCP cassette, beside a
+provider cassette).  ``tests/forecast_tools.json`` is the recorded listing; a test fails when
+the real server's tools drift from it, so the fake cannot go stale."""
 
 import asyncio
 import json
@@ -88,3 +89,25 @@ def test_the_recorded_tool_list_is_the_real_servers():
     assert asyncio.run(listing()) == RECORDED["tools"], (
         "the forecast server's tools changed: re-record tests/forecast_tools.json"
     )
+
+
+def test_replayed_from_a_provider_and_an_mcp_cassette(cassette, mcp_cassette, exec_runner):
+    """The third way: the model over the OpenAI Chat adapter and the forecast service, both
+    replayed from cassettes recorded once against the provider emulator and the real server
+    (``pytest --openprogram-record-mode=once`` records both files again)."""
+    from city_agent.forecast_server import server
+
+    from openprogram.providers.openai_chat import OpenAIChatProvider
+    from openprogram_testing import ProviderEmulator
+
+    recorded = mcp_cassette("forecast", server=server)
+    with ProviderEmulator(SCRIPT) as emulator:
+        provider = OpenAIChatProvider(api_key="test-key", base_url=emulator.openai_base_url)
+        with forecast_service(recorded) as forecast:
+            tree = exec_runner(build_runtime(provider), "Oslo tomorrow?", tools=[*TOOLS, forecast])
+        reached = len(emulator.requests)
+    assert tree.result == "Snow in Oslo tomorrow: take boots."
+    assert _results(tree) == [("Oslo tomorrow: snow, -2 C", False)]
+    if cassette.replay_only:
+        assert reached == 0  # every model answer came from the provider cassette
+        assert not recorded.recording  # and every MCP answer from the MCP cassette

@@ -5,7 +5,8 @@ the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothin
 imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
 
 Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
-``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``, ``fake_mcp_server``;
+``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``, ``fake_mcp_server``,
+``mcp_cassette``;
 an autouse fixture blocks real model requests (markers ``allow_model_requests``,
 ``op_no_invariants``, ``op_cassette``; options ``--openprogram-…``).  The runners live in
 ``openprogram_testing.frontends.pytest.runners``.
@@ -203,6 +204,55 @@ def fake_mcp_server() -> Iterator[Callable[..., Any]]:
         try:
             server.assert_complete()
         except MCPScriptError as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
+
+
+@pytest.fixture
+def mcp_cassette(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """Make MCP cassettes: ``mcp_cassette("files", server=real_server)`` returns an
+    ``MCPCassette`` at ``cassettes/<test file path>/<test>.mcp-files.json`` (or ``path=``),
+    recorded from ``server`` under ``--openprogram-record-mode=once`` (or ``all``) and replayed
+    otherwise; give it to ``MCPConnection`` in place of the server.  At teardown a recording is
+    written, then a request no recording matched, or a recorded call never made, fails the
+    test."""
+    __tracebackhide__ = True
+    try:
+        from openprogram_testing.transport.mcp.cassette import MCPCassette, MCPCassetteError
+    except ModuleNotFoundError as exc:  # the mcp extra
+        pytest.fail(
+            f"the `mcp_cassette` fixture needs the mcp extra ({exc.name} not installed); "
+            'install it with: pip install "openprogram-loop[mcp]"',
+            pytrace=False,
+        )
+    from openprogram_testing.base.filenames import safe_stem, test_file_dir
+
+    root = Path(str(request.config.rootpath))
+    mode = str(request.config.getoption("--openprogram-record-mode") or "none")
+    made: list[MCPCassette] = []
+
+    def make(name: str, server: Any = None, *, path: Any = None, **options: Any) -> MCPCassette:
+        __tracebackhide__ = True
+        if path is None:
+            folder = test_file_dir(Path(str(request.node.path)), root)
+            stem = safe_stem(f"{_test_name(request)}.mcp-{name}")
+            path = root / "cassettes" / folder / f"{stem}.json"
+        options.setdefault("mode", mode)
+        try:
+            cassette = MCPCassette(path, server, **options)
+        except MCPCassetteError as exc:
+            pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
+        made.append(cassette)
+        return cassette
+
+    yield make
+    failures: list[str] = []
+    for cassette in made:
+        try:
+            cassette.close()
+            cassette.assert_complete()
+        except MCPCassetteError as exc:
             failures.append(f"{type(exc).__name__}: {exc}")
     if failures:
         pytest.fail("\n".join(failures), pytrace=False)
