@@ -282,3 +282,22 @@ def test_the_fixture_fails_a_test_strictly_both_ways(pytester: pytest.Pytester) 
     assert "ERROR at teardown of test_never_asked" in out
     assert "a scripted approval decision was never asked for: deny(delete, 'second')" in out
     assert "teardown of test_scripted" not in out
+
+
+async def test_the_report_record_carries_each_decision() -> None:
+    from openprogram_testing import trace_record
+
+    reviewer = (
+        ScriptedReviewer()
+        .deny("delete", "never /etc")
+        .modify("move", {"path": "a", "to": "/tmp/b"})
+        .approve("delete")
+    )
+    tree, _ = await _run(reviewer)
+    tools = trace_record(tree)["rounds"][0]["tools"]
+    assert [t.get("approval") for t in tools] == [
+        {"outcome": "denied", "message": "never /etc"},
+        {"outcome": "modified", "args": '{\n  "path": "a",\n  "to": "/tmp/b"\n}'},
+        {"outcome": "approved"},
+    ]
+    assert [t["status"] for t in tools] == ["error", "ok", "ok"]

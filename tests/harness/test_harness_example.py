@@ -53,11 +53,11 @@ def test_the_example_project_passes_its_own_tests(tmp_path: Path) -> None:
     project = _copy_example(tmp_path)
     env = {**_clean_env(), "PYTHONPATH": str(ROOT)}
     out = _pytest(sys.executable, project, env, "-p", "no:randomly")
-    # 3 of them in tests/test_properties.py, 2 YAML scenarios (the real tools; the nested agent),
-    # 5 in tests/test_mcp.py (the forecast service: fake, failing, real in-process, its listing,
-    # replayed from an MCP cassette beside a provider cassette; skipped where the mcp extra is
-    # not installed, as in `dev.py deps lowest-core`)
-    counts = "15 passed" if importlib.util.find_spec("mcp") else "10 passed, 1 skipped"
+    # 3 of them in tests/test_properties.py, 1 in tests/test_approvals.py, 2 YAML scenarios (the
+    # real tools; the nested agent), 5 in tests/test_mcp.py (the forecast service: fake, failing,
+    # real in-process, its listing, replayed from an MCP cassette beside a provider cassette;
+    # skipped where the mcp extra is not installed, as in `dev.py deps lowest-core`)
+    counts = "16 passed" if importlib.util.find_spec("mcp") else "11 passed, 1 skipped"
     assert "exit=0" in out and counts in out, out
     assert "1 snapshot passed" in out, out  # compared with the committed snapshot, not rewritten
     assert "warning" not in out.lower(), out  # a user copying the example sees a clean run

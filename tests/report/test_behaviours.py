@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from openprogram import Approve, Deny, Modify
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.core.trace import LoopTrace
 from openprogram_testing.report import BEHAVIOURS, Coverage, exhibited
@@ -26,6 +27,22 @@ from tests.report._report_traces import (
 )
 
 Build = Callable[[], LoopTrace]
+
+
+def reviewed(decision: object) -> LoopTrace:
+    """A call of a tool that requires approval, decided by ``decision``."""
+    from openprogram import Runtime
+    from openprogram_testing import ScriptedProvider
+    from openprogram_testing.core.trace import run_loop_sync
+
+    gated = {
+        "spec": {"name": "gated", "parameters": {"type": "object", "properties": {}}},
+        "execute": lambda args: "ran",
+        "requires_approval": True,
+    }
+    with Runtime.override(approval_gate=lambda request: decision):
+        return run_loop_sync(ScriptedProvider([turn(call("gated")), "done"]), "go", tools=[gated])
+
 
 CASES: dict[str, tuple[Build, Build]] = {
     "text_finish": (lambda: run("hello"), lambda: run(turn(call("a")), max_iterations=1)),
@@ -116,6 +133,8 @@ CASES: dict[str, tuple[Build, Build]] = {
         lambda: Tree(run(turn(call("a")), "done")),  # type: ignore[return-value]
     ),
     "choices_retry": (lambda: choose_run(2), lambda: choose_run(1)),
+    "approval_refused": (lambda: reviewed(Deny("no")), lambda: reviewed(Approve())),
+    "approval_modified": (lambda: reviewed(Modify({})), lambda: reviewed(Approve())),
 }
 
 

@@ -194,6 +194,8 @@ def _tool_error_kind(trace: LoopTrace, r: Round, t: ToolRun) -> str | None:
     result = t.result
     if not result.is_error or result.skipped:
         return None
+    if t.decided is not None and not t.decided.runs:
+        return "refused"  # not run for want of approval: the approval behaviours count it
     text = _error_text(result)
     names = trace.tool_names
     if (names is not None and result.tool_name not in names) or text == (
@@ -215,6 +217,21 @@ def _tool_error_kind(trace: LoopTrace, r: Round, t: ToolRun) -> str | None:
 def _tool_errors(kind: str) -> Callable[[LoopTrace, list[Round]], int]:
     def count(trace: LoopTrace, rounds: list[Round]) -> int:
         return sum(1 for r, t in _tool_runs(rounds) if _tool_error_kind(trace, r, t) == kind)
+
+    return count
+
+
+def _approvals(runs: bool, outcome: str | None = None) -> Callable[[LoopTrace, list[Round]], int]:
+    """Calls whose approval decision let them run (``outcome``: only that one) or refused them."""
+
+    def count(trace: LoopTrace, rounds: list[Round]) -> int:
+        return sum(
+            1
+            for _, t in _tool_runs(rounds)
+            if t.decided is not None
+            and t.decided.runs == runs
+            and (outcome is None or t.decided.outcome == outcome)
+        )
 
     return count
 
@@ -324,6 +341,11 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
               "a tool started a nested run (Runtime.exec inside a tool)", _nested_exec),
     Behaviour("choices_retry", "choices retry",
               "a choices= decision needed the re-ask before the model picked", _choices_retry),
+    Behaviour("approval_refused", "approval refused",
+              "a call that requires approval was not approved (denied, or no decision came) "
+              "and never ran", _approvals(False)),
+    Behaviour("approval_modified", "approval with changed arguments",
+              "a reviewer approved a call with changed arguments", _approvals(True, "modified")),
 )  # fmt: skip
 
 BY_NAME: dict[str, Behaviour] = {b.name: b for b in BEHAVIOURS}

@@ -120,9 +120,23 @@ def _tools(trace: LoopTrace, r: Round) -> list[dict[str, Any]]:
         }
         if t.updates:
             item["updates"] = t.updates
+        if t.decided is not None:
+            item["approval"] = _approval(t.asked, t.decided)
         if res.details is not None:
             item["details"] = pretty(res.details)
         out.append(item)
+    return out
+
+
+def _approval(asked: Any, decided: Any) -> dict[str, Any]:
+    """The call's approval request and decision, as the report shows them."""
+    out: dict[str, Any] = {"outcome": decided.outcome}
+    if asked is not None and asked.reason:
+        out["reason"] = clip(asked.reason)
+    if decided.args is not None:
+        out["args"] = pretty(decided.args)
+    if decided.message:
+        out["message"] = clip(decided.message)
     return out
 
 

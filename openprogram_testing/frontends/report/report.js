@@ -96,6 +96,13 @@
     d.appendChild(pre(t.args, "args"));
     d.appendChild(el("div", "stop", t.status === "ok" ? "result" : t.status));
     d.appendChild(pre(t.result, t.status === "ok" ? "" : "failure"));
+    if (t.approval) {
+      var a = t.approval;
+      var line = "approval: " + a.outcome + (a.reason ? " (asked: " + a.reason + ")" : "") +
+        (a.message ? " \u2014 " + a.message : "");
+      d.appendChild(el("div", "stop", line));
+      if (a.args) d.appendChild(pre(a.args, "args"));
+    }
     if (t.details) { d.appendChild(el("div", "stop", "details")); d.appendChild(pre(t.details)); }
     return d;
   }
