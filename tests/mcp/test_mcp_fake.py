@@ -133,3 +133,32 @@ def test_clean(fake_mcp_server):
     result.stdout.fnmatch_lines(
         ["*UnexpectedMCPCall: fake MCP server 'notes' got an unexpected call search({\"q\": 2})*"]
     )
+
+
+def _with_output_schema(properties: dict[str, Any]) -> FakeMCPServer:
+    tool = {
+        **RECORDED["tools"][0],
+        "outputSchema": {"type": "object", "properties": properties},
+    }
+    return FakeMCPServer.from_tools_list("notes", [tool])
+
+
+def test_a_plain_answer_of_a_tool_with_an_output_schema_carries_it_structured() -> None:
+    """A tool recorded from an ``MCPServer`` (a ``str`` return is listed with the output schema
+    ``{result: string}``) answers a scripted text as that server does: the SDK's client
+    accepts it and the agent sees the text."""
+    fake = _with_output_schema({"result": {"type": "string"}})
+    fake.script("search", "1 note", arguments={"query": "mcp"})
+    (result,) = run(fake, call("notes__search", {"query": "mcp"}))
+    assert (result.text, result.is_error) == ("1 note", False)
+    assert result.details["structured"] == {"result": "1 note"}
+    fake.assert_complete()
+
+
+def test_an_answer_an_output_schema_does_not_allow_is_served_as_scripted() -> None:
+    """With any other output schema a plain text is sent as it is, and the SDK's client
+    refuses it: the fake serves what was scripted, as a broken server would."""
+    fake = _with_output_schema({"hits": {"type": "integer"}})
+    fake.script("search", "1 note", arguments={"query": "mcp"})
+    (result,) = run(fake, call("notes__search", {"query": "mcp"}))
+    assert result.is_error and "did not return structured content" in result.text

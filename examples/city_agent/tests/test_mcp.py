@@ -15,7 +15,7 @@ pytest.importorskip("mcp", reason='the forecast service needs the mcp extra: pip
 from city_agent import TOOLS, build_runtime, forecast_service
 
 from openprogram_testing import assert_terminated, call, turn
-from openprogram_testing.mcp import MCPResult, text, tool_error
+from openprogram_testing.mcp import tool_error
 
 RECORDED = json.loads(Path(__file__).with_name("forecast_tools.json").read_text())
 
@@ -31,11 +31,7 @@ def _results(tree):
 
 def test_with_a_fake_service(scripted_provider, exec_runner, fake_mcp_server):
     fake = fake_mcp_server("forecast", RECORDED["tools"])
-    # the real tool declares an output schema, so its answer carries structured content too
-    answer = MCPResult(
-        [text("Oslo tomorrow: snow, -2 C")], structured={"result": "Oslo tomorrow: snow, -2 C"}
-    )
-    fake.script("tomorrow", answer, arguments={"city": "Oslo"})
+    fake.script("tomorrow", "Oslo tomorrow: snow, -2 C", arguments={"city": "Oslo"})
     scripted_provider.add(*SCRIPT)
     with forecast_service(fake) as forecast:
         tree = exec_runner(

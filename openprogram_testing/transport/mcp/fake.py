@@ -268,7 +268,10 @@ class FakeMCPServer:
         except anyio.get_cancelled_exc_class():
             call.outcome = "cancelled"
             raise
-        return types.CallToolResult.model_validate(_wire(answer))
+        with self._lock:
+            entry = self._tools.get(tool)
+            listing = entry.listing if entry is not None else {}
+        return types.CallToolResult.model_validate(_wrapped(_wire(answer), answer, listing))
 
     def to_mcp_server(self) -> Any:
         """The SDK ``Server`` answering for this fake (built once; it reads the fake live)."""
@@ -344,6 +347,22 @@ def _wire(answer: Any) -> dict[str, Any]:
     if isinstance(answer, dict):
         return {"content": [text(_json(answer))], "structuredContent": answer}
     return {"content": [text(_json(answer))]}
+
+
+def _wrapped(wire: dict[str, Any], answer: Any, listing: Mapping[str, Any]) -> dict[str, Any]:
+    """``wire`` with the structured content a tool listed with an output schema must carry
+    (the SDK's client refuses an answer without it): a plain answer (text, a list, a number) of
+    a tool whose output schema is the SDK's wrapped form, one ``result`` property, becomes
+    ``{"result": answer}``, as ``MCPServer`` sends it.  Other answers are served as scripted."""
+    schema = listing.get("outputSchema")
+    if "structuredContent" in wire or wire.get("isError") or not isinstance(schema, Mapping):
+        return wire
+    properties = schema.get("properties")
+    if isinstance(answer, MCPResult | dict) or answer is None:
+        return wire
+    if isinstance(properties, Mapping) and list(properties) == ["result"]:
+        return {**wire, "structuredContent": {"result": answer}}
+    return wire
 
 
 def _json(value: Any) -> str:
