@@ -212,6 +212,31 @@ def schema_calls(
     return calls()
 
 
+def mcp_tool_calls(
+    server: str, listing: Any, *, labels: Sequence[CallLabel] = ALL_LABELS
+) -> st.SearchStrategy[SchemaCall]:
+    """Calls of an MCP server's tools as the model would make them.  ``listing`` is the
+    server's ``tools/list`` result (``{"tools": [...]}`` or the list, e.g. recorded); each tool
+    is called by the name the runtime offers it under (``{server}__{tool}``) with arguments
+    drawn from the schema it is offered with (normalised as ``MCPConnection`` does, and
+    validated as it validates them), valid or a labelled near miss as in ``schema_calls``.
+    Tools the runtime would leave off the menu are left out here too."""
+    from openprogram.mcp.convert import listed_tools
+
+    tools = listing.get("tools") if isinstance(listing, Mapping) else listing
+    if not isinstance(tools, list):
+        raise TypeError('an MCP tool listing is {"tools": [...]} or a list of tools')
+    listed, _ = listed_tools(server, tools)
+    usable = [
+        (tool.name, tool.parameters)
+        for tool in listed
+        if any(label_applies(label, tool.parameters) for label in labels)
+    ]
+    if not usable:
+        raise ValueError(f"MCP server {server!r}: no listed tool allows the labels {list(labels)}")
+    return st.sampled_from(usable).flatmap(lambda tool: schema_calls(tool, labels=labels))
+
+
 def label_applies(label: CallLabel, schema: Mapping[str, Any]) -> bool:
     """Whether ``schema`` allows the near miss ``label`` (e.g. no ``unknown_field`` when extra
     fields are accepted)."""
