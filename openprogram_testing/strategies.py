@@ -41,6 +41,7 @@ from .frontends.strategies.agent_export import (
     agent_scenario_to_yaml,
     import_path,
 )
+from .frontends.strategies.approvals import approval_decisions, decision_problems
 from .frontends.strategies.checks import (
     OutcomeMismatch,
     check_outcome,
@@ -132,6 +133,7 @@ __all__ = [
     "active_profile",
     "agent_scenario_to_yaml",
     "agent_scenarios",
+    "approval_decisions",
     "check_agent",
     "check_agent_run",
     "check_hostile_expectation",
@@ -139,6 +141,7 @@ __all__ = [
     "check_outcome",
     "check_rules",
     "check_run",
+    "decision_problems",
     "effective_cap",
     "exact_script",
     "failure_dir",
