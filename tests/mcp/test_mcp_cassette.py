@@ -252,3 +252,44 @@ def test_an_oversized_or_special_file_is_refused_without_reading_it(
     worker.join(10)
     assert done and isinstance(done[0], MCPCassetteError), "a FIFO must not hang the load"
     assert "not a regular file" in str(done[0])
+
+
+def test_a_ten_megabyte_answer_is_recorded_and_replayed_clipped(tmp_path: Path) -> None:
+    """Hostile size through a cassette: the 10 MB answer is stored whole and replayed, and the
+    agent gets it clipped to ``max_result_chars`` both times."""
+    server = MCPServer("big")
+
+    @server.tool()
+    def flood() -> str:
+        """Answer ten megabytes of text."""
+        return "x" * 10_000_000
+
+    path = tmp_path / "big.json"
+    with MCPCassette(path, server, mode="all") as recording:
+        ((live, live_error),) = run(recording, "big", ("flood", {}))
+    assert path.stat().st_size > 10_000_000
+    replay = MCPCassette(path)
+    started = time.monotonic()
+    ((replayed, replayed_error),) = run(replay, "big", ("flood", {}))
+    assert time.monotonic() - started < 30
+    replay.assert_complete()
+    assert replayed == live and not live_error and not replayed_error
+    assert len(live) < 200_000 and "[clipped: the result had 10000000 characters" in live
+
+
+def test_a_call_the_recording_never_answered_ends_at_the_timeout(tmp_path: Path) -> None:
+    """A recorded request with no answer (``"response": null``) is not answered on replay
+    either: the connection's call timeout ends it, nothing hangs."""
+    path = tmp_path / "counter.json"
+    with MCPCassette(path, counting_server([]), mode="all") as recording:
+        run(recording, "counter", ("count", {"step": 1}))
+    document = json.loads(path.read_text())
+    (recorded_call,) = [i for i in document["interactions"] if i["method"] == "tools/call"]
+    recorded_call["response"] = None
+    path.write_text(json.dumps(document))
+    started = time.monotonic()
+    ((text, is_error),) = run(
+        MCPCassette(path), "counter", ("count", {"step": 1}), call_timeout_s=0.5
+    )
+    assert is_error and "TimeoutError: no answer within 0.5s" in text
+    assert time.monotonic() - started < 20
