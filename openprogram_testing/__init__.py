@@ -62,6 +62,10 @@ if TYPE_CHECKING:
     from .judges.assertions import assert_skipped as assert_skipped
     from .judges.assertions import assert_terminated as assert_terminated
     from .judges.assertions import assert_tool_results as assert_tool_results
+    from .judges.cache_prefix import CachePrefixMoved as CachePrefixMoved
+    from .judges.cache_prefix import PrefixMove as PrefixMove
+    from .judges.cache_prefix import assert_cache_prefix_kept as assert_cache_prefix_kept
+    from .judges.cache_prefix import cache_prefix_moves as cache_prefix_moves
     from .judges.invariants import InvariantViolation as InvariantViolation
     from .judges.invariants import Violation as Violation
     from .judges.invariants import check_invariants as check_invariants
@@ -165,6 +169,10 @@ _EXPORTS: dict[str, str] = {
     "RetryTimingError": "transport.emulator.retries",
     "assert_retries": "transport.emulator.retries",
     "TraceFailure": "base.failures",
+    "CachePrefixMoved": "judges.cache_prefix",
+    "PrefixMove": "judges.cache_prefix",
+    "assert_cache_prefix_kept": "judges.cache_prefix",
+    "cache_prefix_moves": "judges.cache_prefix",
     "InvariantViolation": "judges.invariants",
     "Violation": "judges.invariants",
     "check_invariants": "judges.invariants",

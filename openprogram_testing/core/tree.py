@@ -336,7 +336,8 @@ def build_trees(
             cap=cap if parent is None and cap is not None else effective_cap(None),
             steering_mode=getattr(owner, "steering_mode", "skip"),
             schedule=schedule,
-            tool_names=info.tools,
+            # what the run can call: its array, and the deferred tools tool_search may load
+            tool_names=[*info.tools, *info.deferred],
             requests=recorder.requests[run_id] if recorder.provider_requests is not None else None,
         )
         trace.handed_over = handed

@@ -55,6 +55,8 @@ from openprogram_testing.core.render import render_timeline, want_color
 from openprogram_testing.core.rounds import Round, child_traces, split_rounds
 from openprogram_testing.core.trace import LoopTrace, run_loop_sync
 
+from .cache_prefix import array_changes, cache_prefix_moves, deferred_in_array
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -810,6 +812,50 @@ def unapproved_calls_never_run(
     return broken.violations
 
 
+def tool_array_frozen(trace: LoopTrace, rounds: Sequence[Round] | None = None) -> list[Violation]:
+    """Every model call of a run is sent the same tool array (names, descriptions, schemas, in
+    order): a tool ``tool_search`` loads joins at the next run, never inside this one."""
+    broken = _Broken(12)
+    calls = _model_call_events(trace)
+    for move in array_changes(trace.requests):
+        event = calls[move.call] if move.call < len(calls) else None
+        broken(str(move), *(() if event is None else (event,)))
+    return broken.violations
+
+
+def deferred_tools_hidden_until_loaded(
+    trace: LoopTrace, rounds: Sequence[Round] | None = None
+) -> list[Violation]:
+    """No model call of a run offers a deferred tool the run started without (``RunInfo.
+    deferred``): its schema reaches the model through ``tool_search``'s result, and the array
+    at the next run."""
+    broken = _Broken(13)
+    run = trace.run
+    if run is None or not run.deferred:
+        return broken.violations
+    calls = _model_call_events(trace)
+    for call, names in deferred_in_array(trace.requests, run.deferred):
+        event = calls[call] if call < len(calls) else None
+        broken(
+            f"model call #{call} offers deferred tool(s) {', '.join(names)} the run started "
+            "without",
+            *(() if event is None else (event,)),
+        )
+    return broken.violations
+
+
+def cache_prefix_kept(trace: LoopTrace, rounds: Sequence[Round] | None = None) -> list[Violation]:
+    """Between model calls of a run the cached prefix stays: the system prompt, the tool array
+    and every earlier message (``openprogram_testing.cache_prefix``; a test whose runs move it
+    on purpose says why with ``@pytest.mark.moves_cache_prefix(reason=...)``)."""
+    broken = _Broken(14)
+    calls = _model_call_events(trace)
+    for move in cache_prefix_moves(trace.requests):
+        event = calls[move.call] if move.call < len(calls) else None
+        broken(str(move), *(() if event is None else (event,)))
+    return broken.violations
+
+
 @dataclass(frozen=True)
 class Invariant:
     """A rule: its number, its name (the check function's), what it says and its check
@@ -884,10 +930,38 @@ INVARIANTS: tuple[Invariant, ...] = (
         "(its result is the not-run answer, no update, no nested run)",
         unapproved_calls_never_run,
     ),
+    Invariant(
+        12,
+        "every model call of a run is sent the same tool array",
+        tool_array_frozen,
+    ),
+    Invariant(
+        13,
+        "a deferred tool is never in the tool array of a run that started without it",
+        deferred_tools_hidden_until_loaded,
+    ),
+    Invariant(
+        14,
+        "every model call keeps the cached prefix: the previous call's system prompt, tool "
+        "array and messages (unless the test says why its runs move it)",
+        cache_prefix_kept,
+    ),
 )
 """Every rule, in number order.  Rules with a ``check`` run on every trace."""
 
 DESCRIPTIONS: dict[int, str] = {i.number: i.description for i in INVARIANTS}
+CACHE_PREFIX_RULE = 14
+"""The prompt-cache rule, the one a test may turn off by giving its reason."""
+
+
+def _check_reason(reason: Any) -> None:
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError(
+            "moves_cache_prefix needs the reason the runs change the cached prefix (a non-empty "
+            f"string), got {reason!r}"
+        )
+
+
 RULE_NAMES: dict[int, str] = {i.number: i.name for i in INVARIANTS}
 
 
@@ -913,11 +987,18 @@ def _select(only: Iterable[int | str] | None) -> list[Invariant]:
 
 
 def find_violations(
-    trace: LoopTrace, *, only: Iterable[int | str] | None = None
+    trace: LoopTrace,
+    *,
+    only: Iterable[int | str] | None = None,
+    moves_cache_prefix: str | None = None,
 ) -> list[Violation]:
     """Every broken single-trace rule of ``trace`` (all, or those named/numbered in ``only``),
-    without raising."""
+    without raising.  ``moves_cache_prefix`` (the reason, a non-empty string) leaves out rule
+    14, ``cache_prefix_kept``: the runs change the cached prefix on purpose."""
     selected = _select(only)
+    if moves_cache_prefix is not None:
+        _check_reason(moves_cache_prefix)
+        selected = [i for i in selected if i.number != CACHE_PREFIX_RULE]
     rounds = split_rounds(trace)
     out: list[Violation] = []
     for inv in selected:
@@ -926,27 +1007,39 @@ def find_violations(
     return out
 
 
-def check_invariants(trace: LoopTrace | Any, *, only: Iterable[int | str] | None = None) -> None:
+def check_invariants(
+    trace: LoopTrace | Any,
+    *,
+    only: Iterable[int | str] | None = None,
+    moves_cache_prefix: str | None = None,
+) -> None:
     """Raise ``InvariantViolation`` (with the run's timeline) unless ``trace`` satisfies every
     single-trace rule (or those in ``only``: numbers or rule names).  A trace tree
-    (``run_exec``) is checked run by run; each violation names its run."""
+    (``run_exec``) is checked run by run; each violation names its run.  ``moves_cache_prefix``
+    gives the reason the runs change the cached prefix on purpose (rule 14 is then not
+    checked; the marker ``@pytest.mark.moves_cache_prefix(reason=...)`` passes it)."""
     __tracebackhide__ = True
     if isinstance(trace, LoopTrace):
-        violations = find_violations(trace, only=only)
+        violations = find_violations(trace, only=only, moves_cache_prefix=moves_cache_prefix)
     else:
-        violations = find_tree_violations(trace, only=only)
+        violations = find_tree_violations(trace, only=only, moves_cache_prefix=moves_cache_prefix)
     if violations:
         raise InvariantViolation(violations, timeline_text(trace))
 
 
-def find_tree_violations(tree: Any, *, only: Iterable[int | str] | None = None) -> list[Violation]:
+def find_tree_violations(
+    tree: Any,
+    *,
+    only: Iterable[int | str] | None = None,
+    moves_cache_prefix: str | None = None,
+) -> list[Violation]:
     """Every broken rule of every run of a trace tree (``TraceTree``), without raising; a
     nested run's violations name it and number its events as the tree's timeline does."""
     out: list[Violation] = []
     for k, node in enumerate(tree.walk()):
         lane = f"r{k}" if k else ""
         label = "" if k == 0 else f"{lane} ({node.label})"
-        for v in find_violations(node.trace, only=only):
+        for v in find_violations(node.trace, only=only, moves_cache_prefix=moves_cache_prefix):
             out.append(Violation(v.invariant, v.detail, v.events, label, lane))
     return out
 
@@ -994,6 +1087,7 @@ def timeline_text(trace: LoopTrace | Any) -> str:
 
 
 __all__ = [
+    "CACHE_PREFIX_RULE",
     "DESCRIPTIONS",
     "INVARIANTS",
     "NOT_CALLED_TEXT",
@@ -1001,8 +1095,10 @@ __all__ = [
     "Invariant",
     "InvariantViolation",
     "Violation",
+    "cache_prefix_kept",
     "check_invariants",
     "check_rechunk_invariance",
+    "deferred_tools_hidden_until_loaded",
     "events_pair_up",
     "every_call_answered_in_order",
     "find_tree_violations",
@@ -1016,6 +1112,7 @@ __all__ = [
     "steering_after_a_text_reply_continues",
     "timeline_shown",
     "timeline_text",
+    "tool_array_frozen",
     "tool_failures_are_fed_back",
     "unapproved_calls_never_run",
 ]

@@ -452,7 +452,13 @@ HELPERS: dict[str, Callable[[Any], list[HelperCase]]] = {
 }
 """Right and wrong expected arguments for each ``assert_*`` helper judging a run."""
 
-NOT_ON_A_RUN = {"assert_retries": "judges an emulator's requests (tests/emulator), not a run"}
+NOT_ON_A_RUN = {
+    "assert_retries": "judges an emulator's requests (tests/emulator), not a run",
+    "assert_cache_prefix_kept": (
+        "takes no expected value to perturb; it fails on a moved prefix in "
+        "tests/harness/test_cache_prefix.py"
+    ),
+}
 
 UNJUDGED_PARAMETERS = {"subject", "run", "nested"}
 """Parameters that pick what is judged rather than say what is expected."""

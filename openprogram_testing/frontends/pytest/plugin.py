@@ -110,6 +110,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "op_no_invariants: `loop_runner` does not check the loop invariants in this test",
     )
+    config.addinivalue_line(
+        "markers",
+        "moves_cache_prefix(reason): this test's runs change the cached prompt prefix (system "
+        "prompt, tool array, earlier messages) between model calls on purpose; the runners do "
+        "not check the prompt-cache rule (invariant 14), and the reason says why",
+    )
     from .repeat import MARKER_LINE, RepeatPlugin
 
     config.addinivalue_line("markers", MARKER_LINE)
@@ -471,7 +477,29 @@ def _runner_args(request: pytest.FixtureRequest) -> tuple[Any, ...]:
         and bool(request.config.getini("openprogram_check_invariants"))
     )
     record = request.node.stash.setdefault(_RAN_KEY, [])
-    return request.getfixturevalue, request.fixturenames.__contains__, check, record
+    return (
+        request.getfixturevalue,
+        request.fixturenames.__contains__,
+        check,
+        record,
+        moves_cache_prefix_reason(request.node),
+    )
+
+
+def moves_cache_prefix_reason(node: pytest.Item | pytest.Node) -> str | None:
+    """The reason a test gives with ``@pytest.mark.moves_cache_prefix(reason=...)`` (``None``
+    without the marker).  The marker without a reason is a usage error: the reason is what a
+    reviewer reads when the prompt cache stops hitting."""
+    marker = node.get_closest_marker("moves_cache_prefix")
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason", marker.args[0] if marker.args else None)
+    if not isinstance(reason, str) or not reason.strip():
+        raise pytest.UsageError(
+            f"{node.nodeid}: @pytest.mark.moves_cache_prefix needs reason='why the runs change "
+            "the cached prefix'"
+        )
+    return reason
 
 
 @pytest.fixture

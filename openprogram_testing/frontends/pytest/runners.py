@@ -37,11 +37,15 @@ class _Runner(Generic[_R]):
         wants: Callable[[str], bool],
         check: bool,
         record: list[Ran],
+        moves_cache_prefix: str | None = None,
     ) -> None:
         self._fixture = fixture
         self._wants = wants
         self.check = check
         self.ran = record
+        self.moves_cache_prefix = moves_cache_prefix
+        """The reason the test's runs change the cached prefix (the ``moves_cache_prefix``
+        marker): the prompt-cache rule is then not checked."""
         self.schedules: list[Any] = []
         """Schedules passed as ``schedule=`` (judged at the fixture's teardown; the
         ``steering`` fixture judges its own)."""
@@ -71,7 +75,7 @@ class _Runner(Generic[_R]):
         if raise_unreported is not None:
             raise_unreported()  # the script ran out: fail here, naming the model call
         if check:
-            check_invariants(ran)
+            check_invariants(ran, moves_cache_prefix=self.moves_cache_prefix)
 
 
 class LoopRunner(_Runner[LoopTrace]):
