@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -26,15 +25,9 @@ from openprogram.cancel import CancelToken
 from openprogram.events import AssistantMessageEvent
 from openprogram.providers.base import Context, MessageBuilder, StreamOptions, ToolChoice
 from openprogram.texts import ABORTED_TEXT
-from openprogram.types import (
-    Message,
-    TextContent,
-    ThinkingContent,
-    ToolResultMessage,
-    ToolSpec,
-    Usage,
-)
+from openprogram.types import Message, TextContent, ThinkingContent, ToolSpec, Usage
 
+from .offered import menu_violation
 from .script_errors import (
     ScriptError,
     ToolNotOffered,
@@ -591,12 +584,9 @@ class _Playback:
         """Start playing ``scripted``: the events of its parts, built one at a time.  A call
         the request's menu contradicts (``ToolNotOffered``) is refused: the turn becomes an
         error naming it, recorded as a violation."""
-        refused = _menu_violation(
-            scripted,
-            self._context.tools,
-            self._index,
-            provider._played - 1,
-            self._context.messages,
+        calls = [(p.name, p.unknown) for p in scripted.parts if isinstance(p, ScriptedCall)]
+        refused = menu_violation(
+            calls, self._context.tools, self._index, provider._played - 1, self._context.messages
         )
         if refused is not None:
             provider.violations.append(refused)
@@ -607,62 +597,6 @@ class _Playback:
         self._delay = scripted.delay_s if scripted.delay_s is not None else provider.delay_s
         chunk = scripted.chunk_size if scripted.chunk_size is not None else provider.chunk_size
         return provider._events(builder, scripted, chunk)
-
-
-def _menu_violation(
-    scripted: ScriptedTurn,
-    tools: Sequence[ToolSpec],
-    request_index: int,
-    turn_index: int,
-    messages: Sequence[Message] = (),
-) -> ToolNotOffered | None:
-    """The first call of ``scripted`` that the offered ``tools`` contradict, if any.  A run
-    that offers ``tool_search`` also offers the tools its results in ``messages`` loaded: the
-    model holds their schemas from the result, and a real one may call them at once."""
-    offered: tuple[str, ...] | None = None
-    index = 0
-    for part in scripted.parts:
-        if not isinstance(part, ScriptedCall):
-            continue
-        if offered is None:  # (built only for a turn with calls)
-            offered = tuple(t.name for t in tools)
-            if TOOL_SEARCH in offered and part.name not in offered:
-                loaded = loaded_by_tool_search(messages)
-                offered += tuple(n for n in sorted(loaded) if n not in offered)
-        if (part.name in offered) == part.unknown:
-            return ToolNotOffered(
-                request_index, turn_index, index, part.name, offered, part.unknown
-            )
-        index += 1
-    return None
-
-
-TOOL_SEARCH = "tool_search"
-"""The runtime's loader of deferred tools (``openprogram.tool_search``)."""
-
-
-def loaded_by_tool_search(messages: Sequence[Message]) -> set[str]:
-    """The tools ``tool_search`` results in ``messages`` loaded: each result's
-    ``details["loaded"]``, or, for a result read back from the wire (which carries no details),
-    the names of the ``<function>{...}</function>`` schema lines of its text."""
-    out: set[str] = set()
-    for message in messages:
-        if type(message) is not ToolResultMessage or message.tool_name != TOOL_SEARCH:
-            continue
-        details = message.details
-        if isinstance(details, dict) and isinstance(details.get("loaded"), list):
-            out.update(n for n in details["loaded"] if isinstance(n, str))
-            continue
-        text = "".join(getattr(b, "text", "") for b in message.content)
-        for piece in text.split("<function>")[1:]:
-            body = piece.split("</function>", 1)[0]
-            try:
-                name = json.loads(body).get("name")
-            except (ValueError, AttributeError, RecursionError):
-                continue
-            if isinstance(name, str):
-                out.add(name)
-    return out
 
 
 _TURN_VALUES = (ScriptedTurn, str)

@@ -486,7 +486,7 @@ def _runner_args(request: pytest.FixtureRequest) -> tuple[Any, ...]:
     )
 
 
-def moves_cache_prefix_reason(node: pytest.Item | pytest.Node) -> str | None:
+def moves_cache_prefix_reason(node: pytest.Item) -> str | None:
     """The reason a test gives with ``@pytest.mark.moves_cache_prefix(reason=...)`` (``None``
     without the marker).  The marker without a reason is a usage error: the reason is what a
     reviewer reads when the prompt cache stops hitting."""
