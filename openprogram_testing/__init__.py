@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .core.conditions import SteeringNotFired as SteeringNotFired
     from .core.dialogue import DialogueMismatch as DialogueMismatch
     from .core.dialogue import UserLine as UserLine
+    from .core.spans import SpanCapture as SpanCapture
+    from .core.spans import span_dicts as span_dicts
+    from .core.spans import span_tree as span_tree
     from .core.steering import Delivery as Delivery
     from .core.steering import ScheduleEntry as ScheduleEntry
     from .core.steering import SteeringSchedule as SteeringSchedule
@@ -225,6 +228,9 @@ _EXPORTS: dict[str, str] = {
     "TraceTree": "core.tree",
     "CapturedRuns": "core.capture",
     "capture_runs": "core.capture",
+    "SpanCapture": "core.spans",
+    "span_dicts": "core.spans",
+    "span_tree": "core.spans",
     "run_exec": "core.tree",
     "run_exec_sync": "core.tree",
     "Prices": "judges.usage",

@@ -18,30 +18,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from openprogram.telemetry import use_tracer_provider
 from openprogram.types import AssistantMessage, UserMessage
-from openprogram_testing import LoopTrace, TraceTree
+from openprogram_testing import LoopTrace, TraceTree, span_dicts
 from openprogram_testing.scenarios import SCENARIO_PATTERNS, load_scenario, run_scenario
 
 SUITE = Path(__file__).resolve().parents[2] / "scenarios"
 FILES = sorted(p for pattern in SCENARIO_PATTERNS for p in SUITE.glob(pattern))
 
 OPERATION = "gen_ai.operation.name"
-
-
-def as_dicts(spans: Any) -> list[dict[str, Any]]:
-    """Finished spans as plain dicts, ids and timestamps numbered in start order."""
-    ordered = sorted(spans, key=lambda s: s.start_time or 0)
-    ids = {s.context.span_id: i for i, s in enumerate(ordered, 1)}
-    return [
-        {
-            "name": s.name,
-            "span_id": ids[s.context.span_id],
-            "parent_id": ids.get(s.parent.span_id) if s.parent is not None else None,
-            "attributes": dict(s.attributes or {}),
-            "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in s.events],
-            "status": s.status.status_code.name,
-        }
-        for s in ordered
-    ]
 
 
 def spans_of(path: Path) -> tuple[Any, list[dict[str, Any]]]:
@@ -53,7 +36,7 @@ def spans_of(path: Path) -> tuple[Any, list[dict[str, Any]]]:
         result = run_scenario(load_scenario(path))
     assert result.passed, result.failure_text
     ran = result.tree if result.tree is not None else result.trace
-    return ran, as_dicts(exporter.get_finished_spans())
+    return ran, span_dicts(exporter.get_finished_spans())
 
 
 class Spans:
@@ -92,7 +75,10 @@ def disagreements(ran: LoopTrace | TraceTree, spans: list[dict[str, Any]]) -> li
             return [f"a bare run has {len(runs)} invoke_agent spans"]
         by_run = {"": runs[0]}
     else:
-        pairs = [(node.run.run_id, node.trace, node, node.parent) for node in ran.walk()]
+        # span_dicts numbers the process's run ids in start order; the tree's runs, in the
+        # order they started, are numbered the same way
+        numbered = {node.run.run_id: f"run-{i}" for i, node in enumerate(ran.walk(), 1)}
+        pairs = [(numbered[node.run.run_id], node.trace, node, node.parent) for node in ran.walk()]
         by_run = {attr(s, "openprogram.run.id"): s for s in runs}
         if len(runs) != len(pairs) or set(by_run) != {p[0] for p in pairs}:
             problems.append(f"runs: trace {[p[0] for p in pairs]}, spans {list(by_run)}")
@@ -102,7 +88,10 @@ def disagreements(ran: LoopTrace | TraceTree, spans: list[dict[str, Any]]) -> li
         where = f"run {run_id or '(bare)'}"
         problems.extend(f"{where}: {p}" for p in _one_run(view, span, trace))
         if node is not None and parent is not None:
-            problems.extend(f"{where}: {p}" for p in _nesting(view, span, node, by_run))
+            problems.extend(
+                f"{where}: {p}"
+                for p in _nesting(view, span, node, by_run, numbered[parent.run.run_id])
+            )
     return problems
 
 
@@ -125,7 +114,7 @@ def _one_run(view: Spans, span: dict[str, Any], trace: LoopTrace) -> list[str]:
     if skipped != marked:
         problems.append(f"skipped: trace {skipped}, spans {marked}")
     errors = [r.tool_call_id for r in trace.tool_results if r.is_error and not r.skipped]
-    failed = [attr(t, "gen_ai.tool.call.id") for t in tools if t["status"] == "ERROR"]
+    failed = [attr(t, "gen_ai.tool.call.id") for t in tools if t["status"]["code"] == "ERROR"]
     if errors != failed:
         problems.append(f"tool errors: trace {errors}, spans {failed}")
     assistant = [m for m in trace.messages if isinstance(m, AssistantMessage)]
@@ -159,12 +148,16 @@ def _one_run(view: Spans, span: dict[str, Any], trace: LoopTrace) -> list[str]:
 
 
 def _nesting(
-    view: Spans, span: dict[str, Any], node: TraceTree, by_run: dict[str, dict[str, Any]]
+    view: Spans,
+    span: dict[str, Any],
+    node: TraceTree,
+    by_run: dict[str, dict[str, Any]],
+    parent_id: str,
 ) -> list[str]:
     assert node.parent is not None
-    parent_span = by_run[node.parent.run.run_id]
+    parent_span = by_run[parent_id]
     if node.kind == "choices":  # an ask of the decision: the work run is named, not nested
-        if attr(span, "openprogram.run.parent_id") != node.parent.run.run_id:
+        if attr(span, "openprogram.run.parent_id") != parent_id:
             return [f"a choices run's parent: {attr(span, 'openprogram.run.parent_id')}"]
         return []
     call = view.parent(span)
@@ -197,7 +190,9 @@ def test_every_kind_of_fact_is_compared_somewhere_in_the_suite() -> None:
             seen.add("nested")
         if any(attr(s, "openprogram.tool_call.skipped") for s in spans):
             seen.add("skip")
-        if any(s["status"] == "ERROR" and s["name"].startswith("execute_tool") for s in spans):
+        if any(
+            s["status"]["code"] == "ERROR" and s["name"].startswith("execute_tool") for s in spans
+        ):
             seen.add("tool error")
         if any(attr(s, "gen_ai.usage.input_tokens") for s in spans):
             seen.add("usage")

@@ -115,6 +115,7 @@ def pytest_args(
     records: Path | None = None,
     shard: str | None = None,
     roots: list[Path] | None = None,
+    otlp: str | None = None,
 ) -> list[str]:
     """The pytest command line that runs ``files`` as ``run`` was asked to.
 
@@ -162,6 +163,8 @@ def pytest_args(
         args.append(f"--openprogram-records={records}")
     if shard is not None:
         args.append(f"--openprogram-records-shard={shard}")
+    if otlp:
+        args.append(f"--openprogram-otlp={otlp}")
     args += [f"--openprogram-import-root={root}" for root in import_roots or ()]
     return args
 
@@ -218,6 +221,15 @@ def run(
     records: Annotated[
         Path | None, typer.Option("--records", help="Write the run records for `report merge`.")
     ] = None,
+    otlp: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp",
+            metavar="URL",
+            help="Export each scenario's runs as an OpenTelemetry trace to this OTLP/HTTP "
+            "endpoint (the otlp extra).",
+        ),
+    ] = None,
 ) -> None:
     """Run scenarios through pytest and print a report; exit 1 if any failed."""
     import pytest
@@ -270,6 +282,7 @@ def run(
         records=records,
         shard=chosen.option if chosen is not None else None,
         roots=suite_roots,
+        otlp=otlp,
     )
     reporter = ScenarioReporter(out, err, verbose=verbose)
     try:

@@ -6,7 +6,7 @@ imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture
 
 Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
 ``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``, ``fake_mcp_server``,
-``mcp_cassette``;
+``mcp_cassette``, ``otel_spans``;
 an autouse fixture blocks real model requests (markers ``allow_model_requests``,
 ``op_no_invariants``, ``op_cassette``; options ``--openprogram-…``).  The runners live in
 ``openprogram_testing.frontends.pytest.runners``.
@@ -27,6 +27,7 @@ import pytest
 from openprogram_testing.base.extras import MissingExtra, require
 from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedReviewer
 from openprogram_testing.core.render import render_timeline
+from openprogram_testing.core.spans import SpanCapture
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.judges.invariants import timeline_shown
 from openprogram_testing.transport.cassettes.modes import RECORD_MODES
@@ -69,6 +70,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         help="Do not check the loop invariants on every `loop_runner` run.",
+    )
+    # -- spans: the runs of each test exported over OTLP ----------------------------------------
+    group.addoption(
+        "--openprogram-otlp",
+        action="store",
+        default=None,
+        metavar="URL",
+        help="Export each test's runs as an OpenTelemetry trace named after the test, its "
+        "verdict on the root span, to this OTLP/HTTP endpoint (http://host:4318, or the full "
+        "/v1/traces URL).  Observing only: no verdict changes.  Needs the otlp extra.",
     )
     parser.addini(
         "openprogram_allow_model_requests",
@@ -116,6 +127,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "prompt, tool array, earlier messages) between model calls on purpose; the runners do "
         "not check the prompt-cache rule (invariant 14), and the reason says why",
     )
+    otlp = config.getoption("--openprogram-otlp", default=None)
+    if otlp and not config.pluginmanager.has_plugin("openprogram-otlp"):
+        from .otlp import SpanExport, traces_endpoint
+
+        try:
+            endpoint = traces_endpoint(otlp)
+            exporter = SpanExport(endpoint)
+        except (ValueError, ImportError) as exc:  # not a URL; the otlp extra not installed
+            raise pytest.UsageError(f"--openprogram-otlp: {exc}") from None
+        config.pluginmanager.register(exporter, "openprogram-otlp")
     from .repeat import MARKER_LINE, RepeatPlugin
 
     config.addinivalue_line("markers", MARKER_LINE)
@@ -131,6 +152,20 @@ def _need_extra(fixture: str, *modules: str) -> None:
         require(f"the `{fixture}` fixture", *modules)
     except MissingExtra as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def otel_spans() -> Iterator[SpanCapture]:
+    """The OpenTelemetry spans of the runs the test starts (``openprogram.telemetry``), as
+    plain dicts with ids and timestamps numbered (``otel_spans.spans()``, ``.tree()``), in the
+    manner of Logfire's ``capfire``; an in-memory exporter, the process's global provider left
+    alone.  Needs the otlp extra (the OpenTelemetry SDK)."""
+    try:
+        capture = SpanCapture()
+    except ImportError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    with capture:
+        yield capture
 
 
 @pytest.fixture
