@@ -56,6 +56,13 @@ from .frontends.strategies.export import (
     scenario_to_yaml,
     to_scenario,
 )
+from .frontends.strategies.gating import (
+    GatedTool,
+    GatingConfig,
+    check_gating,
+    gated_tools,
+    gating_configs,
+)
 from .frontends.strategies.generate import (
     exact_script,
     gen_tools,
@@ -118,6 +125,8 @@ __all__ = [
     "AgentScenario",
     "Expected",
     "ExpectedResult",
+    "GatedTool",
+    "GatingConfig",
     "GenCall",
     "GenSteering",
     "GenTool",
@@ -136,6 +145,7 @@ __all__ = [
     "approval_decisions",
     "check_agent",
     "check_agent_run",
+    "check_gating",
     "check_hostile_expectation",
     "check_hostile_run",
     "check_outcome",
@@ -145,6 +155,8 @@ __all__ = [
     "effective_cap",
     "exact_script",
     "failure_dir",
+    "gated_tools",
+    "gating_configs",
     "gen_tools",
     "hostile_expectations",
     "hostile_records",
