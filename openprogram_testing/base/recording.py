@@ -184,15 +184,7 @@ def announce_exchange(exchange: HttpExchange) -> None:
     failure of the request being served."""
     with _exchange_lock:
         listeners = list(_exchange_listeners)
-    for listener in listeners:
-        try:
-            listener(exchange)
-        except Exception as exc:
-            warnings.warn(
-                f"exchange listener {listener!r} failed: {type(exc).__name__}: {exc}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+    _notify(listeners, exchange, "exchange listener")
 
 
 # -- announcing finished traces ------------------------------------------------------------------
@@ -227,15 +219,26 @@ def announce_trace(trace: object) -> None:
     observing a run must not change its outcome."""
     with _listeners_lock:
         listeners = list(_listeners)
+    _notify(listeners, trace, "trace listener")
+
+
+# -- the rule for everything that only observes a run -------------------------------------------
+
+
+def observer_failed(what: str, exc: BaseException, *, then: str = "", stacklevel: int = 3) -> None:
+    """An observer of a run (a listener, a capture, a report) failed: say so as a
+    ``RuntimeWarning`` naming it, never as the run's failure, because an option that only
+    observes may not change a verdict.  The one place this rule is written."""
+    message = f"{what} failed ({type(exc).__name__}: {exc})" + (f"; {then}" if then else "")
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+def _notify(listeners: list[Callable[[Any], None]], value: object, kind: str) -> None:
     for listener in listeners:
         try:
-            listener(trace)
+            listener(value)
         except Exception as exc:
-            warnings.warn(
-                f"trace listener {listener!r} failed: {type(exc).__name__}: {exc}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+            observer_failed(f"{kind} {listener!r}", exc, stacklevel=4)
 
 
 __all__ = [
@@ -256,6 +259,7 @@ __all__ = [
     "announce_trace",
     "current_run",
     "exchanges_wanted",
+    "observer_failed",
     "recording",
     "remove_exchange_listener",
     "remove_trace_listener",

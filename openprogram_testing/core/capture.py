@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 from openprogram import Runtime
+from openprogram_testing.base.recording import observer_failed
 
 from .steering import SteeringSchedule
 from .trace import LoopTrace
@@ -80,17 +81,10 @@ class CapturedRuns(Sequence[TraceTree]):
         exception fails the run (``Runtime.observe_all``), and this one is opened by every
         report option, which may not change a verdict.  It says so instead, once per capture,
         and what it holds is marked incomplete."""
-        import warnings
-
         first = self.error is None
         self.error = self.error or exc
         if first:
-            warnings.warn(
-                f"capture_runs could not record a run ({type(exc).__name__}: {exc}); the "
-                "captured runs are incomplete",
-                RuntimeWarning,
-                stacklevel=3,
-            )
+            observer_failed("capture_runs", exc, then="the captured runs are incomplete")
 
     def _record(self, info: Any, event: Any) -> None:
         with self._lock:

@@ -44,21 +44,22 @@ from openprogram.types import (
     UserMessage,
 )
 from openprogram_testing.base import deprecated
+from openprogram_testing.base.failures import TimelineNote, TraceFailure
 from openprogram_testing.base.recording import FAULT, SERVED_FROM_SCRIPT, shown_notes
 
 from .model_input import ModelInput, schema_digest
-from .rounds import Origins, ReadableTrace, split_rounds
+from .rounds import Origins, ReadableTrace, ScheduleReading, split_rounds
 
 
 class _Entry(Protocol):
     def describe(self) -> str: ...
 
 
-class _Schedule(Protocol):
+class _PendingSchedule(ScheduleReading, Protocol):
+    """A schedule as the renderers read it: also what it still holds (undelivered entries)."""
+
     @property
     def pending(self) -> Sequence[_Entry]: ...
-
-    def kind_of(self, message: UserMessage) -> str | None: ...
 
 
 class RenderableTrace(ReadableTrace, Protocol):
@@ -67,7 +68,7 @@ class RenderableTrace(ReadableTrace, Protocol):
     without an import cycle."""
 
     @property
-    def schedule(self) -> _Schedule | None: ...
+    def schedule(self) -> _PendingSchedule | None: ...
     @property
     def cap(self) -> int: ...
     @property
@@ -569,10 +570,58 @@ def want_color() -> bool:
     return bool(stream is not None and stream.isatty() and os.environ.get("TERM") != "dumb")
 
 
+# -- the timeline a failure shows ------------------------------------------------------------
+
+
+def timeline_shown(error: BaseException | None) -> bool:
+    """Whether a failure already shows a run's timeline (its message or a note carries it), so
+    the pytest report does not print it a second time."""
+    if error is None:
+        return False
+    if isinstance(error, TraceFailure):
+        return error.timeline_shown
+    if getattr(error, "timeline_shown", False) or getattr(error, "timeline", ""):
+        return True
+    return any(isinstance(note, TimelineNote) for note in getattr(error, "__notes__", ()))
+
+
+def lane_text(subject: Any, run: str | Sequence[str] | None) -> str:
+    """The timeline a failure about the run at ``run`` shows: that run's lane alone (with the
+    runs nested in it), after the path of runs that led to it, instead of the whole tree (a
+    deep agent's tree is easily a hundred lines, most of them about other runs).  Without
+    ``run``, or when there is no run there, the whole ``subject``'s timeline."""
+    node = None
+    if run and hasattr(subject, "find"):
+        try:
+            node = subject.find(run)
+        except Exception:
+            node = None
+    if node is None:
+        return timeline_text(subject)
+    chain: list[str] = []
+    at = node
+    while at is not None:
+        chain.append(at.label)
+        at = at.parent
+    return "path: " + " > ".join(reversed(chain)) + "\n" + timeline_text(node)
+
+
+def timeline_text(trace: RenderableTrace | RenderableTree | Any) -> str:
+    """The run's timeline for a failure message (coloured on a terminal); never raises, so a
+    rendering problem cannot hide the real failure."""
+    try:
+        return render_timeline(trace, color=want_color())
+    except Exception as exc:
+        return f"(timeline unavailable: {exc!r})"
+
+
 __all__ = [
     "SNAPSHOT_FORMAT",
+    "lane_text",
     "render_snapshot",
     "render_timeline",
     "snapshot_format_problem",
+    "timeline_shown",
+    "timeline_text",
     "want_color",
 ]

@@ -45,7 +45,10 @@ class _Handed(Protocol):
     def kind(self) -> str: ...
 
 
-class _Schedule(Protocol):
+class ScheduleReading(Protocol):
+    """What reading a trace asks of its steering schedule: which kind (steering or follow-up)
+    a handed-over message was."""
+
     def kind_of(self, message: UserMessage) -> str | None: ...
 
 
@@ -60,7 +63,7 @@ class ReadableTrace(Protocol):
     @property
     def deliveries(self) -> Sequence[_Handed]: ...
     @property
-    def schedule(self) -> _Schedule | None: ...
+    def schedule(self) -> ScheduleReading | None: ...
 
 
 class Origins:
@@ -274,6 +277,7 @@ __all__ = [
     "Posted",
     "ReadableTrace",
     "Round",
+    "ScheduleReading",
     "ToolRun",
     "child_traces",
     "message_origin",

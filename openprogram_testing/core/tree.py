@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from openprogram import Handover, RunInfo, run_sync
 from openprogram.events import AgentEvent, MessageStart
@@ -294,6 +294,10 @@ async def run_exec(
     return tree
 
 
+Subject: TypeAlias = LoopTrace | TraceTree
+"""What a judge reads: one run's trace or the tree of an ``exec`` with its nested runs."""
+
+
 def run_exec_sync(
     runtime: Any,
     content: str | UserMessage | Sequence[str | UserMessage],
@@ -376,4 +380,4 @@ def _deliveries(handovers: Sequence[Handover], path: RunPath) -> list[Delivery]:
     return out
 
 
-__all__ = ["CHOICES_STEP", "TraceTree", "run_exec", "run_exec_sync"]
+__all__ = ["CHOICES_STEP", "Subject", "TraceTree", "run_exec", "run_exec_sync"]

@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 from openprogram.texts import CLIP_LIMIT, clip, clipped_repr
 from openprogram_testing.base import deprecated
 from openprogram_testing.base.failures import TraceFailure
+from openprogram_testing.core.render import lane_text
 from openprogram_testing.core.trace import LoopTrace
+from openprogram_testing.core.tree import Subject
 
-from .invariants import lane_text
-
-if TYPE_CHECKING:
-    from openprogram_testing.core.tree import TraceTree
-
-Subject: TypeAlias = "LoopTrace | TraceTree"
-"""What the helpers check: a ``LoopTrace``, or a ``TraceTree`` (its outer run, or with ``run=``
-the nested run at that tool path, e.g. ``run="summarize_cities"``)."""
+# What the helpers check (``Subject``): a ``LoopTrace``, or a ``TraceTree`` (its outer run, or
+# with ``run=`` the nested run at that tool path, e.g. ``run="summarize_cities"``).
 
 TERMINATIONS = ("completed", "max_iterations", "error", "aborted")
 

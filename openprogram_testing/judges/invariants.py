@@ -50,8 +50,8 @@ from openprogram.types import (
     ToolResultMessage,
     UserMessage,
 )
-from openprogram_testing.base.failures import TimelineNote, TraceFailure
-from openprogram_testing.core.render import render_timeline, want_color
+from openprogram_testing.base.failures import TraceFailure
+from openprogram_testing.core.render import timeline_text
 from openprogram_testing.core.rounds import Round, child_traces, split_rounds
 from openprogram_testing.core.trace import LoopTrace, run_loop_sync
 
@@ -1044,48 +1044,6 @@ def find_tree_violations(
     return out
 
 
-def timeline_shown(error: BaseException | None) -> bool:
-    """Whether a failure already shows a run's timeline (its message or a note carries it), so
-    the pytest report does not print it a second time."""
-    if error is None:
-        return False
-    if isinstance(error, TraceFailure):
-        return error.timeline_shown
-    if getattr(error, "timeline_shown", False) or getattr(error, "timeline", ""):
-        return True
-    return any(isinstance(note, TimelineNote) for note in getattr(error, "__notes__", ()))
-
-
-def lane_text(subject: Any, run: str | Sequence[str] | None) -> str:
-    """The timeline a failure about the run at ``run`` shows: that run's lane alone (with the
-    runs nested in it), after the path of runs that led to it, instead of the whole tree (a
-    deep agent's tree is easily a hundred lines, most of them about other runs).  Without
-    ``run``, or when there is no run there, the whole ``subject``'s timeline."""
-    node = None
-    if run and hasattr(subject, "find"):
-        try:
-            node = subject.find(run)
-        except Exception:
-            node = None
-    if node is None:
-        return timeline_text(subject)
-    chain: list[str] = []
-    at = node
-    while at is not None:
-        chain.append(at.label)
-        at = at.parent
-    return "path: " + " > ".join(reversed(chain)) + "\n" + timeline_text(node)
-
-
-def timeline_text(trace: LoopTrace | Any) -> str:
-    """The run's timeline for a failure message (coloured on a terminal); never raises, so a
-    rendering problem cannot hide the real failure."""
-    try:
-        return render_timeline(trace, color=want_color())
-    except Exception as exc:
-        return f"(timeline unavailable: {exc!r})"
-
-
 __all__ = [
     "CACHE_PREFIX_RULE",
     "DESCRIPTIONS",
@@ -1110,8 +1068,6 @@ __all__ = [
     "run_starts_and_ends_once",
     "skipped_calls_follow_steering",
     "steering_after_a_text_reply_continues",
-    "timeline_shown",
-    "timeline_text",
     "tool_array_frozen",
     "tool_failures_are_fed_back",
     "unapproved_calls_never_run",

@@ -39,9 +39,8 @@ from openprogram_testing.core.matchers import (
     value_difference,
     value_matcher,
 )
+from openprogram_testing.core.render import lane_text, timeline_text
 from openprogram_testing.core.trace import LoopTrace
-
-from .invariants import lane_text, timeline_text
 
 if TYPE_CHECKING:
     from openprogram_testing.core.tree import TraceTree

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from openprogram_testing.core.render import lane_text, timeline_text
 from openprogram_testing.core.trace import LoopTrace
-
-from .invariants import lane_text, timeline_text
 
 if TYPE_CHECKING:
     from openprogram_testing.core.tree import TraceTree

@@ -272,7 +272,9 @@ def test_a_capture_that_cannot_record_warns_and_never_fails_the_run() -> None:
     runtime = research_runtime((1, 2))
     runtime.follow_up("and then?")
     runtime.provider.turns.append("after the follow-up")  # type: ignore[attr-defined]
-    with pytest.warns(RuntimeWarning, match="capture_runs could not record a run") as caught:
+    with pytest.warns(
+        RuntimeWarning, match=r"capture_runs failed \(.*\); the captured runs are incomplete"
+    ) as caught:
         with capture_runs() as runs:
             runs._recorder = Broken()  # type: ignore[assignment]
             assert plan_trip("plan it", runtime=runtime) == "after the follow-up"

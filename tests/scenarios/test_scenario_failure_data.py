@@ -9,10 +9,10 @@ import pytest
 from rich.console import Console
 
 from openprogram_testing.base.failures import TimelineNote
+from openprogram_testing.core.render import timeline_shown
 from openprogram_testing.frontends.report.terminal import ScenarioReporter
 from openprogram_testing.frontends.scenarios.collect import ScenarioFailure
 from openprogram_testing.frontends.scenarios.outcome import ScenarioOutcome
-from openprogram_testing.judges.invariants import timeline_shown
 from openprogram_testing.scenarios import ScenarioResult
 
 

@@ -26,14 +26,14 @@ import pytest
 
 from openprogram_testing.base.extras import MissingExtra, require
 from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedReviewer
-from openprogram_testing.core.render import render_timeline
+from openprogram_testing.core.render import render_timeline, timeline_shown
 from openprogram_testing.core.spans import SpanCapture
 from openprogram_testing.core.steering import SteeringSchedule
-from openprogram_testing.judges.invariants import timeline_shown
+from openprogram_testing.core.tree import Subject
 from openprogram_testing.transport.cassettes.modes import RECORD_MODES
 from openprogram_testing.transport.scripted import ScriptedProvider, ScriptError
 
-from .runners import ExecRunner, LoopRunner, Ran
+from .runners import ExecRunner, LoopRunner
 
 # The YAML scenario collector (with its options) lives with the scenarios.
 pytest_plugins = [
@@ -501,7 +501,7 @@ def _schedule_complete(schedule: SteeringSchedule) -> None:
     pytest.fail(failure, pytrace=False)
 
 
-_RAN_KEY = pytest.StashKey[list[Ran]]()
+_RAN_KEY = pytest.StashKey[list[Subject]]()
 _CALL_FAILED = pytest.StashKey[bool]()
 
 

@@ -12,13 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from openprogram_testing.core.trace import LoopTrace, run_loop, run_loop_sync
-from openprogram_testing.core.tree import TraceTree, run_exec, run_exec_sync
+from openprogram_testing.core.tree import Subject, TraceTree, run_exec, run_exec_sync
 from openprogram_testing.judges.invariants import check_invariants
 
 if TYPE_CHECKING:
     from openprogram import Runtime
 
-Ran = LoopTrace | TraceTree
 """One thing a runner ran: a loop run's trace, or the tree of an ``exec``'s runs."""
 
 _R = TypeVar("_R", LoopTrace, TraceTree)
@@ -36,7 +35,7 @@ class _Runner(Generic[_R]):
         fixture: Callable[[str], Any],
         wants: Callable[[str], bool],
         check: bool,
-        record: list[Ran],
+        record: list[Subject],
         moves_cache_prefix: str | None = None,
     ) -> None:
         self._fixture = fixture
@@ -68,7 +67,7 @@ class _Runner(Generic[_R]):
         if given is not None and given is not wanted and given not in self.schedules:
             self.schedules.append(given)
 
-    def _finish(self, ran: Ran, provider: Any, check: bool) -> None:
+    def _finish(self, ran: Subject, provider: Any, check: bool) -> None:
         __tracebackhide__ = True
         self.ran.append(ran)
         raise_unreported = getattr(provider, "raise_new_violations", None)
@@ -197,4 +196,4 @@ class ExecRunner(_Runner[TraceTree]):
         return tree
 
 
-__all__ = ["ExecRunner", "LoopRunner", "Ran"]
+__all__ = ["ExecRunner", "LoopRunner"]

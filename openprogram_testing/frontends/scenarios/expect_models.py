@@ -15,11 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 ArgModeName = Literal["exact", "ignore", "subset"]
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """The base of every scenario model: an unknown key is an error (a typo never passes
+    silently), and a field may be written by its name or its alias."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class TrajectoryCall(_Strict):
+class TrajectoryCall(Strict):
     """One expected call: the tool ``name`` and, optionally, its ``args`` (values may be
     ``{$regex: ...}`` or ``{$approx: N, $abs: ..., $rel: ...}``, and ``{$literal: ...}`` is a
     value with ``$`` keys as written; any other ``$`` key is refused; without ``args`` the name
@@ -37,7 +40,7 @@ class TrajectoryCall(_Strict):
         return self
 
 
-class TrajectoryExpect(_Strict):
+class TrajectoryExpect(Strict):
     """``expect.trajectory``: the run's tool calls fit ``calls`` in ``mode`` (``strict``: the
     same calls in order; ``unordered``; ``subset``: the run made at least these;
     ``superset``: the run made nothing else), arguments compared by ``args`` (``exact``,
@@ -59,7 +62,7 @@ class TrajectoryExpect(_Strict):
         return out
 
 
-class PriceRow(_Strict):
+class PriceRow(Strict):
     """Prices per million tokens of one model (a kind left out costs nothing)."""
 
     input: float = Field(default=0.0, ge=0, allow_inf_nan=False)
@@ -68,7 +71,7 @@ class PriceRow(_Strict):
     cache_write: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
 
-class UsageExpect(_Strict):
+class UsageExpect(Strict):
     """``expect.usage``: budgets the run must stay within (token counts summed over its model
     calls, the number of model calls, the cost).  ``max_cost`` needs ``prices``: per model name
     (``"*"`` for any other), the prices per million tokens; none are bundled."""
@@ -103,4 +106,4 @@ class UsageExpect(_Strict):
         return {model: row.model_dump() for model, row in self.prices.items()}
 
 
-__all__ = ["PriceRow", "TrajectoryCall", "TrajectoryExpect", "UsageExpect"]
+__all__ = ["PriceRow", "Strict", "TrajectoryCall", "TrajectoryExpect", "UsageExpect"]

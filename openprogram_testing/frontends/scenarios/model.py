@@ -14,8 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     field_validator,
@@ -25,7 +23,7 @@ from pydantic import (
 from openprogram.providers.wire import WireAPI
 
 from .events import parse_event_token
-from .expect_models import TrajectoryExpect, UsageExpect
+from .expect_models import Strict, TrajectoryExpect, UsageExpect
 
 SCHEMA_VERSION = 1
 
@@ -86,14 +84,10 @@ ImportPath = Annotated[
 EventToken = Annotated[str, AfterValidator(parse_event_token)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
 # -- tools ------------------------------------------------------------------------------------
 
 
-class RaiseSpec(_Strict):
+class RaiseSpec(Strict):
     """The tool raises ``type(message)``.  ``type`` is a built-in ``Exception`` subclass name."""
 
     message: str = ""
@@ -116,7 +110,7 @@ def exception_type(name: str) -> type[Exception]:
     return found
 
 
-class AgenticDef(_Strict):
+class AgenticDef(Strict):
     """The tool is an agentic function: its body runs a nested ``Runtime.aexec`` on the *same*
     provider (so the nested rounds consume the next turns of the same model script) and returns
     the nested run's final text.  ``prompt`` is a ``str.format`` template over the call's
@@ -130,7 +124,7 @@ class AgenticDef(_Strict):
     tool then returns the picked label, and the script plays the model's ``choose`` call(s)."""
 
 
-class Outcome(_Strict):
+class Outcome(Strict):
     """What one tool call does: exactly one of ``returns``, ``raises``, ``echo``, ``agentic``;
     ``sleep`` first (seconds; combine with ``tool_timeout_s`` to test timeouts), ``updates`` are
     emitted through ``on_update`` before the result, ``is_error`` marks a returned value as an
@@ -206,7 +200,7 @@ class ToolDef(Outcome):
 # -- the model script -------------------------------------------------------------------------
 
 
-class CallDef(_Strict):
+class CallDef(Strict):
     """A tool call in a model turn.  ``args`` are JSON-encoded; ``raw_args`` is sent verbatim
     instead (e.g. invalid JSON).  A call to a tool the scenario does not declare is a load error
     unless ``unknown_tool: true`` says the test wants the "not found" path; "declared" means
@@ -220,7 +214,7 @@ class CallDef(_Strict):
     unknown_tool: bool = False
 
 
-class TurnUsage(_Strict):
+class TurnUsage(Strict):
     """The token counts the model reports for one turn (what ``expect.usage`` sums)."""
 
     input_tokens: int = Field(default=0, ge=0)
@@ -229,7 +223,7 @@ class TurnUsage(_Strict):
     cache_write_tokens: int = Field(default=0, ge=0)
 
 
-class TurnDef(_Strict):
+class TurnDef(Strict):
     """One model response, streamed as thinking → text → calls.
 
     - ``stop: length`` ends with a length stop (default: ``toolUse`` with calls, else ``stop``);
@@ -275,7 +269,7 @@ class TurnDef(_Strict):
 # -- cassettes --------------------------------------------------------------------------------
 
 
-class Mutation(_Strict):
+class Mutation(Strict):
     """A frame-addressed fault applied to the recorded SSE bodies at playback: exactly one
     kind key; ``interaction`` (0-based) limits it to one recorded response (default: all)."""
 
@@ -320,7 +314,7 @@ class Mutation(_Strict):
         return self
 
 
-class CassetteRef(_Strict):
+class CassetteRef(Strict):
     """Replay a recorded cassette through a real adapter instead of a model script.  ``path`` is
     relative to the scenario file and must stay inside the scenario's root (see
     ``checks.scenario_root``); ``api`` picks the adapter.  ``match_body`` (default on): each
@@ -357,7 +351,7 @@ class CassetteRef(_Strict):
         return paths
 
 
-class SchemaDrivenDef(_Strict):
+class SchemaDrivenDef(Strict):
     """The model is ``SchemaDrivenProvider``: it calls the offered tools with arguments made
     from their JSON Schemas (``tools``: a subset, in that order; ``per_round`` calls per
     response), then replies with a summary of the results.  ``seed`` makes it repeatable."""
@@ -371,12 +365,12 @@ class SchemaDrivenDef(_Strict):
 # -- steering ---------------------------------------------------------------------------------
 
 
-class CallPosition(_Strict):
+class CallPosition(Strict):
     round: int = Field(ge=0)
     index: int = Field(ge=0)
 
 
-class WhenDef(_Strict):
+class WhenDef(Strict):
     """A steering condition: right after the ``nth`` (1-based) executed call of ``tool`` whose
     arguments fit ``args`` (the listed keys; values may be ``{$regex: ...}``,
     ``{$approx: ..., $abs: ...}`` or ``{$literal: ...}``, as in ``expect.trajectory``; any
@@ -396,7 +390,7 @@ class WhenDef(_Strict):
         return args
 
 
-class SteeringDef(_Strict):
+class SteeringDef(Strict):
     """One scheduled user message: exactly one of ``after_tool`` (global 0-based index of executed
     calls), ``after_call`` (call ``index`` of round ``round``), ``before_round`` (0 = with the
     prompt), ``when`` (a condition on the calls the run makes) or ``follow_up: true``.  ``run``
@@ -427,7 +421,7 @@ class SteeringDef(_Strict):
         return self
 
 
-class ApprovalDef(_Strict):
+class ApprovalDef(Strict):
     """One scripted reviewer decision: exactly one of ``approve: true``, ``deny: <message>`` or
     ``modify: {arguments}``, for the requests that fit ``tool`` (+ ``args``, matched as in
     ``when``, and ``nth``) or ``when`` (the steering condition form); neither: any request.
@@ -463,7 +457,7 @@ class ApprovalDef(_Strict):
         return self
 
 
-class ApprovalExpect(_Strict):
+class ApprovalExpect(Strict):
     """One expected approval decision (``expect.approvals``): its ``outcome`` and, optionally,
     the ``tool``."""
 
@@ -480,7 +474,7 @@ class ApprovalExpect(_Strict):
     tool: str | None = None
 
 
-class UserLineDef(_Strict):
+class UserLineDef(Strict):
     """One line of the simulated user: what it ``say``s when the model finishes, if the agent's
     reply fits ``expect`` (a regular expression searched in the reply's text; a reply that does
     not fit fails the scenario naming both).  ``optional: true``: the run may end before it."""
@@ -500,12 +494,12 @@ class UserLineDef(_Strict):
 # -- options and expectations -----------------------------------------------------------------
 
 
-class FunctionChoice(_Strict):
+class FunctionChoice(Strict):
     type: Literal["function"]
     name: str
 
 
-class LoopOptions(_Strict):
+class LoopOptions(Strict):
     max_iterations: int | None = None
     tool_choice: Literal["auto", "required", "none"] | FunctionChoice | None = None
     """Unset: ``"auto"``, which ``Runtime.exec`` sends too, so a scenario sends the request
@@ -519,7 +513,7 @@ class LoopOptions(_Strict):
     """The run's wall-clock limit (default: the runner's, 60 s); past it the scenario fails."""
 
 
-class ToolResultExpect(_Strict):
+class ToolResultExpect(Strict):
     """One expected tool result (results are compared in order, and their number must match)."""
 
     name: str | None = None
@@ -529,7 +523,7 @@ class ToolResultExpect(_Strict):
     text_matches: Regex | None = None
 
 
-class Expectations(_Strict):
+class Expectations(Strict):
     """What the run must produce.  Every field is optional; only given ones are checked.
 
     ``events`` is the compact event order (see ``event_tokens``); ``request_roles`` lists, per
@@ -562,7 +556,7 @@ class Expectations(_Strict):
 # -- the scenario -----------------------------------------------------------------------------
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     """A whole scenario file.  Give ``prompt`` or ``prompts``, and ``script`` or ``cassette``.
 
     A script entry is a plain string (a text-only reply) or a ``TurnDef`` mapping.

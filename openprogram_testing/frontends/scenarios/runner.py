@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from openprogram import CancelledRun, ProviderError, run_sync
 from openprogram.events import AgentEnd
@@ -26,7 +26,7 @@ from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedRevi
 from openprogram_testing.core.dialogue import UserLine
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.core.trace import LoopTrace, run_loop
-from openprogram_testing.core.tree import TraceTree, run_exec
+from openprogram_testing.core.tree import Subject, TraceTree, run_exec
 from openprogram_testing.judges import invariants
 from openprogram_testing.transport.cassettes.errors import CassetteError
 from openprogram_testing.transport.cassettes.session import use_cassette
@@ -54,7 +54,6 @@ MIN_CHECK_S = 0.5
 """Time the expectation checks always get, even when the run used up the limit."""
 
 
-Ran: TypeAlias = "LoopTrace | TraceTree"
 """What a scenario's run leaves: a bare loop run's trace, or the tree of a ``Runtime.exec`` run."""
 
 FAILURE_LIMIT = 4_000
@@ -252,7 +251,7 @@ async def arun_scenario(
     )
 
 
-def _check_schedule(ran: Ran) -> list[str]:
+def _check_schedule(ran: Subject) -> list[str]:
     """The steering entries no run reached and the simulated user's mismatches, as failures
     (``SteeringSchedule.assert_complete``)."""
     outer = getattr(ran, "trace", ran)  # a TraceTree's outermost run, or the trace itself
@@ -266,7 +265,7 @@ def _check_schedule(ran: Ran) -> list[str]:
     return []
 
 
-def _check_invariants(ran: Ran) -> list[str]:
+def _check_invariants(ran: Subject) -> list[str]:
     """The loop invariants on every run of ``ran`` (a trace, or a tree with its nested runs)."""
 
     try:
@@ -356,7 +355,7 @@ def _has_agentic_stub(scenario: Scenario) -> bool:
 
 async def execute(
     scenario: Scenario,
-) -> tuple[Ran, ScriptedProvider | SchemaDrivenProvider | None, list[str]]:
+) -> tuple[Subject, ScriptedProvider | SchemaDrivenProvider | None, list[str]]:
     """Run the scenario; returns what ran (a ``LoopTrace``, or the ``TraceTree`` of a run
     through ``Runtime.exec``), the scripted provider (``None`` for cassettes) and failures
     found while running (a cassette left with unplayed interactions, an exception of
@@ -377,7 +376,7 @@ async def execute(
     # Given: the run sends it, and the cassette compares it as any other part of the request
     # (the body's ``model``, or the request path for APIs that name the model there), so a
     # scenario never passes under a model name the recording did not answer.
-    ran: Ran | None = None
+    ran: Subject | None = None
     failures: list[str] = []
     try:
         with use_cassette(
@@ -396,7 +395,7 @@ async def execute(
     return ran, None, failures
 
 
-async def _run(scenario: Scenario, provider: Provider, model: str) -> tuple[Ran, list[str]]:
+async def _run(scenario: Scenario, provider: Provider, model: str) -> tuple[Subject, list[str]]:
     """The scenario's run over ``provider`` (its script, or a cassette's adapter): a bare loop
     run, or a ``Runtime.exec`` run traced as a tree (see ``_runtime``)."""
 
@@ -441,7 +440,7 @@ def build_reviewer(scenario: Scenario, runtime: Runtime | None = None) -> Script
 
 async def _run_on(
     scenario: Scenario, provider: Provider, model: str, runtime: Runtime | None
-) -> tuple[Ran, list[str]]:
+) -> tuple[Subject, list[str]]:
     tools = build_tools(scenario, provider, model, runtime)
     if runtime is None:
         trace = await run_loop(
@@ -467,7 +466,7 @@ async def _run_on(
     return tree, [f"the run raised {type(failure).__name__}: {_text(failure)}"]
 
 
-def menu_failure(refused: ToolNotOffered, ran: Ran) -> str:
+def menu_failure(refused: ToolNotOffered, ran: Subject) -> str:
     """The scripted provider's refusal of a call its model call's menu contradicts (one rule,
     enforced where the call is played: ``ToolNotOffered``), placed in the scenario file and in
     the run that made the call."""
