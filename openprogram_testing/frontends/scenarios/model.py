@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from openprogram.events import ApprovalOutcome
 from openprogram.providers.wire import WireAPI
 
 from .events import parse_event_token
@@ -461,16 +462,7 @@ class ApprovalExpect(Strict):
     """One expected approval decision (``expect.approvals``): its ``outcome`` and, optionally,
     the ``tool``."""
 
-    outcome: Literal[
-        "approved",
-        "modified",
-        "denied",
-        "timed_out",
-        "gate_failed",
-        "no_gate",
-        "invalid_arguments",
-        "cancelled",
-    ]
+    outcome: ApprovalOutcome
     tool: str | None = None
 
 
