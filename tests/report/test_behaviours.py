@@ -29,6 +29,22 @@ from tests.report._report_traces import (
 Build = Callable[[], LoopTrace]
 
 
+def deferred(script: list[object]) -> LoopTrace:
+    """A Runtime run whose menu has the deferred tool ``cron``, playing ``script``."""
+    from openprogram import Registry, Runtime, function
+    from openprogram_testing import ScriptedProvider, run_exec_sync
+
+    registry = Registry()
+
+    @function(registry=registry, defer=True)
+    def cron(schedule: str) -> str:
+        """Schedule a job."""
+        return schedule
+
+    tree = run_exec_sync(Runtime(ScriptedProvider(script), registry=registry), "go")
+    return tree.trace
+
+
 def reviewed(decision: object) -> LoopTrace:
     """A call of a tool that requires approval, decided by ``decision``."""
     from openprogram import Runtime
@@ -135,6 +151,26 @@ CASES: dict[str, tuple[Build, Build]] = {
     "choices_retry": (lambda: choose_run(2), lambda: choose_run(1)),
     "approval_refused": (lambda: reviewed(Deny("no")), lambda: reviewed(Approve())),
     "approval_modified": (lambda: reviewed(Modify({})), lambda: reviewed(Approve())),
+    "tool_search_load": (
+        lambda: deferred([turn(call("tool_search", {"select": "select:cron"})), "done"]),
+        lambda: deferred([turn(call("tool_search", {"select": "kubernetes"})), "done"]),
+    ),
+    "deferred_call": (
+        lambda: deferred(
+            [
+                turn(call("tool_search", {"select": "select:cron"})),
+                turn(call("cron", {"schedule": "hourly"})),
+                "done",
+            ]
+        ),
+        lambda: deferred(  # loaded, but called with arguments its schema refuses: it never ran
+            [
+                turn(call("tool_search", {"select": "select:cron"})),
+                turn(call("cron", {"schedule": 1})),
+                "done",
+            ]
+        ),
+    ),
 }
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram.events import ToolExecutionUpdate
 from openprogram.runtime import CHOOSE_TOOL
 from openprogram.texts import ABORTED_TEXT, CANCELLED_TEXT, STREAM_ENDED_TEXT
+from openprogram.tool_search import TOOL_SEARCH
 from openprogram.types import AssistantMessage, ThinkingContent, ToolResultMessage
 from openprogram_testing.base.recording import NESTED_RUN
 from openprogram_testing.core.rounds import Round, ToolRun, child_traces, split_rounds
@@ -273,6 +274,38 @@ def _choices_retry(trace: LoopTrace, rounds: list[Round]) -> int:
     return 0
 
 
+def _tool_search_loads(trace: LoopTrace, rounds: list[Round]) -> int:
+    """``tool_search`` results that loaded at least one tool (their ``details`` say which)."""
+    n = 0
+    for r in rounds:
+        for t in r.tools:
+            result = t.result
+            details = result.details
+            if (
+                result.tool_name == TOOL_SEARCH
+                and not result.is_error
+                and isinstance(details, dict)
+                and details.get("loaded")
+            ):
+                n += 1
+    return n
+
+
+def _deferred_calls(trace: LoopTrace, rounds: list[Round]) -> int:
+    """Calls of tools the run started with deferred (``RunInfo.deferred``) that ran and
+    succeeded (a refused or failed call is counted by the error behaviours)."""
+    run = trace.run
+    deferred = set(run.deferred) if run is not None else set()
+    if not deferred:
+        return 0
+    return sum(
+        1
+        for r in rounds
+        for t in r.tools
+        if t.result.tool_name in deferred and not t.result.is_error
+    )
+
+
 BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour("text_finish", "text finish",
               "the run completed on an assistant reply with text and no tool calls", _text_finish),
@@ -346,6 +379,12 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
               "and never ran", _approvals(False)),
     Behaviour("approval_modified", "approval with changed arguments",
               "a reviewer approved a call with changed arguments", _approvals(True, "modified")),
+    Behaviour("tool_search_load", "tool_search load",
+              "a tool_search call loaded deferred tools (their schemas in its result)",
+              _tool_search_loads),
+    Behaviour("deferred_call", "deferred tool call",
+              "the model called a deferred tool the run's array left out (loaded by "
+              "tool_search in the same run) and it ran", _deferred_calls),
 )  # fmt: skip
 
 BY_NAME: dict[str, Behaviour] = {b.name: b for b in BEHAVIOURS}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.choices import CHOOSE_TOOL
+from openprogram.tool_search import TOOL_SEARCH
 from openprogram_testing.base.paths import PROJECT_MARKERS, project_root
 
 from .imports import ImportProblem, load_runtime, load_tools
@@ -118,6 +119,9 @@ def _check_names(scenario: Scenario, declared: set[str], found: Found) -> None:
     ):  # a forced decision offers the model its `choose` tool
         declared = declared | {CHOOSE_TOOL}
         offered.add(CHOOSE_TOOL)
+    if any(t.defer for t in scenario.tools):  # a run with deferred tools offers its loader
+        declared = declared | {TOOL_SEARCH}
+        offered.add(TOOL_SEARCH)
     for i, entry in enumerate(scenario.script or []):
         if isinstance(entry, str):
             continue

@@ -173,6 +173,11 @@ class ToolDef(Outcome):
     requires_approval: bool | str = False
     """Every call waits for the scenario's ``approvals`` (a string: the reason the reviewer
     is shown)."""
+    defer: bool = False
+    """Deferred (gating layer 6): on the run's menu, but its schema stays out of the tool array
+    until the model loads it with ``tool_search`` (the run goes through ``Runtime.exec``)."""
+    search_hint: str | None = None
+    """A phrase ``tool_search`` scores (+5 a term)."""
 
     @model_validator(mode="after")
     def _sequence_alone(self) -> ToolDef:

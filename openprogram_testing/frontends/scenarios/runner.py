@@ -335,7 +335,7 @@ def _runtime(scenario: Scenario, provider: Provider, model: str) -> Runtime | No
         runtime = load_runtime(scenario.runtime, provider, roots)
         if "model" in scenario.options.model_fields_set or scenario.cassette is not None:
             runtime.model = model
-    elif scenario.imported_tools or _has_agentic_stub(scenario):
+    elif scenario.imported_tools or _has_agentic_stub(scenario) or has_deferred_stub(scenario):
         runtime = Runtime(provider, model=model)
     else:
         return None
@@ -347,6 +347,12 @@ def _runtime(scenario: Scenario, provider: Provider, model: str) -> Runtime | No
     if "steering_mode" in options.model_fields_set or scenario.runtime is None:
         runtime.steering_mode = options.steering_mode
     return runtime
+
+
+def has_deferred_stub(scenario: Scenario) -> bool:
+    """A stub marked ``defer``: the run needs ``Runtime.exec``, which splits the menu and
+    offers ``tool_search``."""
+    return any(t.defer for t in scenario.tools)
 
 
 def _has_agentic_stub(scenario: Scenario) -> bool:

@@ -72,6 +72,10 @@ def build_stub(
         "spec": {"name": defn.name, "description": defn.description, "parameters": defn.parameters},
         "execute": execute,
     }
+    if defn.defer:
+        tool["defer"] = True
+        if defn.search_hint is not None:
+            tool["search_hint"] = defn.search_hint
     if defn.requires_approval:
         reason = defn.requires_approval
         tool["requires_approval"] = (
