@@ -301,3 +301,24 @@ async def test_the_report_record_carries_each_decision() -> None:
         {"outcome": "approved"},
     ]
     assert [t["status"] for t in tools] == ["error", "ok", "ok"]
+
+
+async def test_the_snapshot_shows_each_decision_with_normalised_ids() -> None:
+    from openprogram_testing import render_snapshot
+
+    reviewer = (
+        ScriptedReviewer()
+        .deny("delete", "never /etc")
+        .modify("move", {"path": "a", "to": "/tmp/b"})
+        .approve("delete")
+    )
+    tree, _ = await _run(reviewer)
+    lines = [line.strip() for line in render_snapshot(tree).splitlines() if "approval" in line]
+    assert lines == [
+        'tool_approval_start call#1 delete {"path": "/etc/passwd"}',
+        "tool_approval_end call#1 denied: never /etc",
+        'tool_approval_start call#2 move {"path": "a", "to": "/home/b"}',
+        'tool_approval_end call#2 modified {"path": "a", "to": "/tmp/b"}',
+        'tool_approval_start call#3 delete {"path": "/tmp/x"}',
+        "tool_approval_end call#3 approved",
+    ]
