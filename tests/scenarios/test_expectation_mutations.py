@@ -167,6 +167,20 @@ def _runs(value: dict[str, dict[str, Any]], ran: Any) -> list[Any]:
     return out
 
 
+def _approvals(value: list[dict[str, Any]], _trace: Any) -> list[Any]:
+    """A decision left out, one too many, and each entry with another outcome or tool."""
+    out: list[Any] = (
+        [value[:-1], [*value, {"outcome": "approved"}]] if value else [[{"outcome": "approved"}]]
+    )
+    for i, entry in enumerate(value):
+        other = "approved" if entry["outcome"] != "approved" else "denied"
+        out.append([*value[:i], {**entry, "outcome": other}, *value[i + 1 :]])
+        if "tool" in entry:
+            renamed = {**entry, "tool": entry["tool"] + "_changed"}
+            out.append([*value[:i], renamed, *value[i + 1 :]])
+    return out
+
+
 PERTURBATIONS: dict[str, Perturbation] = {
     "termination": _other_termination,
     "model_calls": _count,
@@ -182,6 +196,7 @@ PERTURBATIONS: dict[str, Perturbation] = {
     "trajectory": _trajectory,
     "usage": _usage,
     "runs": _runs,
+    "approvals": _approvals,
 }
 """Wrong values for each ``expect`` key: a new key needs a row here."""
 
@@ -440,6 +455,19 @@ def _usage_helper(trace: Any) -> list[HelperCase]:
     return cases
 
 
+def _approvals_helper(trace: Any) -> list[HelperCase]:
+    from openprogram_testing.judges.approvals import approval_decisions
+
+    made = [(d.tool_name, d.outcome) for d in approval_decisions(trace)]
+    if not made:
+        return [("expected", {"expected": []}, {"expected": ["approved"]}, "expected approvals")]
+    other = "approved" if made[0][1] != "approved" else "denied"
+    return [
+        ("expected", {"expected": made}, {"expected": [(made[0][0], other), *made[1:]]}, ""),
+        ("expected", {"expected": made}, {"expected": made[:-1]}, "expected approvals"),
+    ]
+
+
 HELPERS: dict[str, Callable[[Any], list[HelperCase]]] = {
     "assert_terminated": _terminated,
     "assert_model_calls": _model_calls,
@@ -449,6 +477,7 @@ HELPERS: dict[str, Callable[[Any], list[HelperCase]]] = {
     "assert_recovered": _recovered,
     "assert_trajectory": _trajectory_helper,
     "assert_usage": _usage_helper,
+    "assert_approvals": _approvals_helper,
 }
 """Right and wrong expected arguments for each ``assert_*`` helper judging a run."""
 
