@@ -141,3 +141,26 @@ def span_tree(spans: Sequence[Span]) -> list[tuple[str, list[Any]]]:
         return [(s["name"], build(s["span_id"])) for s in children.get(parent, [])]
 
     return build(None)
+
+
+def span_tree_entries(entries: Any, where: str, depth: int = 0) -> list[tuple[str, list[Any]]]:
+    """``expect.spans`` entries as ``(name, children)`` pairs (the ``span_tree`` form); a
+    ``ValueError`` naming the entry for anything else (a mapping of more than one key, a
+    non-list of children, nesting deeper than any run tree)."""
+    if depth > 64:
+        raise ValueError(f"{where}: nested more than 64 levels")
+    if not isinstance(entries, list):
+        raise ValueError(f"{where}: a list of span names or {{name: [children]}} mappings")
+    out: list[tuple[str, list[Any]]] = []
+    for i, entry in enumerate(entries):
+        here = f"{where}[{i}]"
+        if isinstance(entry, str):
+            out.append((entry, []))
+        elif isinstance(entry, dict) and len(entry) == 1:
+            ((name, children),) = entry.items()
+            if not isinstance(name, str):
+                raise ValueError(f"{here}: a span name is a string")
+            out.append((name, span_tree_entries(children, f"{here}.{name}", depth + 1)))
+        else:
+            raise ValueError(f"{here}: a span name, or one {{name: [children]}} mapping")
+    return out

@@ -22,6 +22,7 @@ from pydantic import (
 
 from openprogram.events import ApprovalOutcome
 from openprogram.providers.wire import WireAPI
+from openprogram_testing.core.spans import span_tree_entries
 
 from .events import parse_event_token
 from .expect_models import Strict, TrajectoryExpect, UsageExpect
@@ -544,10 +545,21 @@ class Expectations(Strict):
     """Token, model-call and cost budgets (see ``expect_models.UsageExpect``)."""
     approvals: list[ApprovalExpect] | None = None
     """The run's approval decisions, in call order (``assert_approvals``)."""
+    spans: list[str | dict[str, list[Any]]] | None = None
+    """The OpenTelemetry span tree of the scenario's runs, by span name, in start order: a
+    span without children is its name, one with children ``{name: [children...]}`` (the
+    ``otel_spans`` tree; needs the otlp extra).  Outermost expectations only."""
     runs: dict[str, Expectations] | None = None
     """Expectations of nested runs, by the tool path that led to each (``plan_trip`` or
     ``plan_trip/compare_options``; the first run at that path, as ``tree[path]``), made of the
     same keys; ``runs`` and ``snapshot`` belong to the outermost run only."""
+
+    @field_validator("spans")
+    @classmethod
+    def _span_tree(cls, value: Any) -> Any:
+        if value is not None:
+            span_tree_entries(value, "spans")
+        return value
 
 
 # -- the scenario -----------------------------------------------------------------------------

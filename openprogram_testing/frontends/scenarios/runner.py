@@ -9,6 +9,7 @@ scenario by name instead of hanging a directory run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from openprogram.texts import clip, whole_text, whole_values
 from openprogram.types import Usage
 from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedReviewer
 from openprogram_testing.core.dialogue import UserLine
+from openprogram_testing.core.spans import SpanCapture, span_tree_entries
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.core.trace import LoopTrace, run_loop
 from openprogram_testing.core.tree import Subject, TraceTree, run_exec
@@ -204,7 +206,11 @@ async def arun_scenario(
             name, path, False, [message], duration_s=time.perf_counter() - started
         )
 
-    task = asyncio.ensure_future(execute(scenario))
+    capture = _span_capture(scenario)
+    if isinstance(capture, str):
+        return failed(capture)
+    with capture if capture is not None else contextlib.nullcontext():
+        task = asyncio.ensure_future(execute(scenario))  # (the task copies the capture's context)
     try:
         done, _ = await asyncio.wait({task}, timeout=limit)
         if not done:
@@ -228,6 +234,8 @@ async def arun_scenario(
     failures.extend(check_expectations(scenario, trace, deadline=check_deadline))
     if scenario.check_invariants:
         failures.extend(_check_invariants(trace))
+    if capture is not None:
+        failures.extend(_check_spans(scenario, capture))
     written = False
     if scenario.expect.snapshot:
         from .snapshots import check_snapshot
@@ -249,6 +257,44 @@ async def arun_scenario(
         snapshot_written=written,
         tree=tree,
     )
+
+
+def _span_capture(scenario: Scenario) -> SpanCapture | str | None:
+    """The capture of the scenario's spans when ``expect.spans`` asks for them (else ``None``);
+    the failure line when the OpenTelemetry SDK is not installed."""
+    if scenario.expect.spans is None:
+        return None
+    try:
+        return SpanCapture()
+    except ImportError as exc:
+        return f"expect.spans: {exc}"
+
+
+def _check_spans(scenario: Scenario, capture: SpanCapture) -> list[str]:
+    """``expect.spans`` against the span tree of the scenario's runs, both drawn as indented
+    names when they differ."""
+    expected = span_tree_entries(scenario.expect.spans, "expect.spans")
+    got = capture.tree()
+    if got == expected:
+        return []
+    return [
+        "expect.spans: the runs' span tree differs\n  expected:\n"
+        + _drawn(expected, "    ")
+        + "\n  got:\n"
+        + _drawn(got, "    ")
+    ]
+
+
+def _drawn(tree: list[tuple[str, list[Any]]], indent: str) -> str:
+    lines: list[str] = []
+
+    def walk(nodes: list[tuple[str, list[Any]]], depth: int) -> None:
+        for name, children in nodes:
+            lines.append(f"{indent}{'  ' * depth}{name}")
+            walk(children, depth + 1)
+
+    walk(tree, 0)
+    return "\n".join(lines) or f"{indent}(no spans)"
 
 
 def _check_schedule(ran: Subject) -> list[str]:
