@@ -45,7 +45,13 @@ from typing import Any, Literal, TypeAlias
 
 from openprogram import PollPoint, RunInfo
 from openprogram.loop import LoopConfig, effective_cap
-from openprogram.runs import MessageSource, wants_poll_point
+from openprogram.runs import (
+    MessageSource,
+    SteeringMode,
+    polls_source,
+    polls_steering,
+    wants_poll_point,
+)
 from openprogram.texts import clip
 from openprogram.types import AssistantMessage, Message, UserMessage, user_messages
 from openprogram_testing.base import deprecated
@@ -212,7 +218,7 @@ class SteeringSchedule:
         self.entries: list[ScheduleEntry] = []
         self.delivered: list[Delivery] = []
         self._done: set[int] = set()
-        self._mode: str = "skip"
+        self._mode: SteeringMode = "skip"
         self._cap: int | None = None
         self._chained_steering: MessageSource | None = None
         self._chained_follow_up: MessageSource | None = None
@@ -492,18 +498,19 @@ class SteeringSchedule:
                 ),
             ):
                 out.extend(self._deliver(e, "steering", point, after_tool=k, call_index=i))
-            if out:
+            # The chained source is polled before deciding: what it hands over is queued steering
+            # for the loop as much as the schedule's own.
+            extra = await _call(self._chained_steering, point)
+            if out or extra:
                 self._steered_rounds.add(key)
-            # Steering ends this batch (skip mode) or the batch is done: the loop will not poll
-            # again at the end of this round, so entries for the next round travel now.
-            ends = bool(out) if self._mode == "skip" else point.batch_done
+            # When the round has taken steering and the loop will not poll again before the next
+            # round (the loop's own rule: ``polls_steering``), entries for that round travel now.
             nxt = point.round + 1
-            if ends and key in self._steered_rounds and (self._cap is None or nxt < self._cap):
+            queued = key in self._steered_rounds
+            again = polls_steering(self._mode, not point.batch_done, queued, nxt, self._cap)
+            if queued and not again and (self._cap is None or nxt < self._cap):
                 for e in self._due(path, lambda e: e.kind == "before_round" and e.round == nxt):
                     out.extend(self._deliver(e, "steering", point, round=nxt))
-            extra = await _call(self._chained_steering, point)
-            if extra:
-                self._steered_rounds.add(key)
             out.extend(self._record(extra, "steering", point, after_tool=k, call_index=i))
             return out
         target = point.round + 1 if point.batch_done else 0
@@ -627,17 +634,12 @@ class SteeringSchedule:
 
 
 async def _call(source: MessageSource | None, point: PollPoint) -> list[UserMessage]:
-    """Poll a chained source as the runtime would: with the point if it takes one; without it
-    only in a bare loop or the outermost work run (a source that cannot tell runs apart must not
-    take messages meant for the outermost run)."""
-    if source is None:
+    """Poll a chained source as the runtime would (the outermost-run rule: ``polls_source``),
+    with the point if it takes one."""
+    if not polls_source(source, point.run):
         return []
-    if wants_poll_point(source):
-        value: Any = source(point)
-    elif point.run is None or point.run.outermost:
-        value = source()
-    else:
-        return []
+    assert source is not None
+    value: Any = source(point) if wants_poll_point(source) else source()
     if inspect.isawaitable(value):
         value = await value
     return _messages(value) if value else []

@@ -22,6 +22,7 @@ from openprogram import RunInfo, run_sync
 from openprogram.cancel import CancelToken
 from openprogram.events import AgentEnd, AgentEvent, MessageEnd
 from openprogram.loop import (
+    MAX_INNER_ITERATIONS,
     AgentContext,
     LoopConfig,
     SteeringMode,
@@ -76,9 +77,9 @@ class LoopTrace:
     messages: list[Message]
     termination: Termination
     model_calls: int
-    cap: int = 50
+    cap: int = MAX_INNER_ITERATIONS
     undelivered: list[UserMessage] = field(default_factory=list)
-    steering_mode: str = "skip"
+    steering_mode: SteeringMode = "skip"
     requests: list[ModelRequest] | None = None
     schedule: SteeringSchedule | None = None
     prompts: list[UserMessage] | None = None
@@ -105,8 +106,8 @@ class LoopTrace:
         cls,
         events: Sequence[AgentEvent],
         *,
-        cap: int = 50,
-        steering_mode: str = "skip",
+        cap: int = MAX_INNER_ITERATIONS,
+        steering_mode: SteeringMode = "skip",
         schedule: SteeringSchedule | None = None,
         prompts: Sequence[UserMessage] | None = None,
         tool_names: Sequence[str] | None = None,
@@ -236,8 +237,6 @@ async def run_loop(
     ``agent_loop_continue``.  Whatever the loop raises after ``agent_end`` (a hook failure, a
     ``KeyboardInterrupt`` from a tool) is re-raised with the run's timeline attached as a note.
     """
-    if steering_mode not in ("skip", "after_batch"):
-        raise ValueError(f"steering_mode must be 'skip' or 'after_batch', got {steering_mode!r}")
     prompt_list = user_messages(prompts, "a prompt")
     config = LoopConfig(
         provider=provider,

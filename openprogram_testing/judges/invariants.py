@@ -572,7 +572,7 @@ def nothing_runs_after_a_failed_message(
                 i,
                 i + 1,
             )
-        want = "error" if m.stop_reason == "error" else "aborted"
+        want = m.stop_reason  # (a failed message's stop reason is the termination's word)
         if trace.termination != want:
             broken(
                 f"the run ended on a {m.stop_reason} message but termination is "

@@ -427,8 +427,7 @@ class ScriptedProvider:
                 call_id = part.id if part.id is not None else self._new_id()
                 index, event = builder.toolcall_start(call_id, part.name)
                 yield event
-                # ``argument_text`` and ``chunk_text`` inline: one call per scripted call
-                text = part.raw if part.raw is not None else _fastjson.dumps(part.arguments)
+                text = part.argument_text
                 if text:
                     if chunk and 0 < chunk < len(text):
                         for piece in chunk_text(text, chunk):
@@ -570,8 +569,7 @@ class _Playback:
         provider._played += 1
         if type(spec) is ScriptedTurn:
             return spec
-        # (``_respond`` inline: once per model call)
-        value = spec(request) if callable(spec) and not isinstance(spec, ScriptedTurn) else spec
+        value = _respond(spec, request)
         if type(value) is ScriptedTurn:
             return value
         if not isinstance(value, _TURN_VALUES) and inspect.isawaitable(value):

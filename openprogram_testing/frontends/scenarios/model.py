@@ -22,6 +22,7 @@ from pydantic import (
 
 from openprogram.events import ApprovalOutcome
 from openprogram.providers.wire import WireAPI
+from openprogram.runs import SteeringMode
 from openprogram_testing.core.spans import span_tree_entries
 
 from .events import parse_event_token
@@ -504,7 +505,7 @@ class LoopOptions(Strict):
     the application sends for the same agent (and replays cassettes recorded through it);
     ``null`` sends none (what a bare ``agent_loop`` run sends)."""
     parallel_tool_calls: bool | None = None
-    steering_mode: Literal["skip", "after_batch"] = "skip"
+    steering_mode: SteeringMode = "skip"
     tool_timeout_s: float | None = Field(default=None, gt=0)
     model: str = "test-model"
     time_limit_s: float | None = Field(default=None, gt=0)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hypothesis import strategies as st
 
+from openprogram.runs import STEERING_MODES, SteeringMode
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram_testing.transport.scripted import Part, ScriptedProvider, ScriptedTurn
 
@@ -82,7 +83,7 @@ class AgentScenario:
 
     rounds: tuple[tuple[AgentCall, ...], ...]
     steering: tuple[GenSteering, ...] = ()
-    steering_mode: Literal["skip", "after_batch"] = "skip"
+    steering_mode: SteeringMode = "skip"
     prompt: str = "go"
     final_text: str = "done"
     tools: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -217,7 +218,7 @@ def _wrap(tool: AgentTool, failures: dict[str, AgentCall], raised: set[str]) -> 
 _FAILURE: st.SearchStrategy[FailureWhere | None] = st.sampled_from(
     (None, None, None, "before", "after")
 )
-_MODE: st.SearchStrategy[Literal["skip", "after_batch"]] = st.sampled_from(("skip", "after_batch"))
+_MODE: st.SearchStrategy[SteeringMode] = st.sampled_from(STEERING_MODES)
 _MESSAGE = st.sampled_from(FAILURE_MESSAGES)
 _ANSWERED = r"(?i)^done"
 """A simulated user's ``expect``: the model's final text (``AgentScenario.final_text``) fits

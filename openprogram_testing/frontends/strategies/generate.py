@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from hypothesis import strategies as st
 
 from openprogram.loop import MAX_INNER_ITERATIONS
+from openprogram.runs import STEERING_MODES, SteeringMode
 
 from .model import GenCall, GeneratedScenario, GenSteering, GenTool, GenTurn
 from .oracle import predict
@@ -109,8 +110,8 @@ _STEERING_SLOTS: tuple[tuple[str, Any], ...] = (
 _STEERING_SLOT = _Choice(_STEERING_SLOTS)
 # Whether the script goes on (two times in three; shrinks towards ending it).
 _MORE = _Choice((False, True, True))
-_OPTIONS: _Choice[tuple[int | None, Literal["skip", "after_batch"]]] = _Choice(
-    [(n, mode) for n in (None, 1, 2, 3, 4, 5, 0, -1, 51, 100) for mode in ("skip", "after_batch")]
+_OPTIONS: _Choice[tuple[int | None, SteeringMode]] = _Choice(
+    [(n, mode) for n in (None, 1, 2, 3, 4, 5, 0, -1, 51, 100) for mode in STEERING_MODES]
 )
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
+from openprogram.runs import SteeringMode
 from openprogram_testing.transport.scripted import (
     ScriptedCall,
     ScriptedProvider,
@@ -177,7 +178,7 @@ class GeneratedScenario:
     steering: tuple[GenSteering, ...] = ()
     prompt: str = "go"
     max_iterations: int | None = None
-    steering_mode: Literal["skip", "after_batch"] = "skip"
+    steering_mode: SteeringMode = "skip"
 
     # -- building the real objects ----------------------------------------------------------
     def build_provider(self, chunk_size: int | None = None) -> ScriptedProvider:
