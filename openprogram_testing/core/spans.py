@@ -19,11 +19,12 @@ Needs the OpenTelemetry SDK (the ``otlp`` extra); without it, making a capture r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from openprogram.telemetry import RUN_ID, RUN_PARENT_ID
+from openprogram.telemetry import RUN_ID, RUN_PARENT_ID, use_tracer_provider
 
 OTLP_EXTRA = (
     "spans need the OpenTelemetry SDK: pip install 'openprogram-loop[otlp]' "
@@ -32,6 +33,38 @@ OTLP_EXTRA = (
 
 Span = dict[str, Any]
 """A finished span as plain data (``span_dicts``)."""
+
+_SINKS: ContextVar[tuple[Any, tuple[Any, ...]]] = ContextVar(
+    "openprogram_testing_span_sinks", default=(None, ())
+)
+"""The harness's span receivers open in this context: ``(resource, span processors)``.  A
+capture opened inside another (a scenario's ``expect.spans`` inside ``--openprogram-otlp`` or
+the ``otel_spans`` fixture) sends its runs' spans to every enclosing receiver too, so each view
+of a run sees the same spans."""
+
+
+@contextmanager
+def spans_to(processor: Any, resource: Any = None) -> Iterator[Any]:
+    """Route the spans of the runs started in the block to ``processor`` and to every
+    enclosing receiver, through a provider made for the block (yielded); ``resource`` (else the
+    enclosing one's) names the service."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    outer_resource, outer = _SINKS.get()
+    resource = resource if resource is not None else outer_resource
+    # no exit hook: the block's provider owns none of its processors (their owners flush them)
+    provider = TracerProvider(shutdown_on_exit=False)
+    if resource is not None:
+        provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    processors = (processor, *outer)
+    for each in processors:
+        provider.add_span_processor(each)
+    token = _SINKS.set((resource, processors))
+    try:
+        with use_tracer_provider(provider):
+            yield provider
+    finally:
+        _SINKS.reset(token)
 
 
 class SpanCapture:
@@ -48,14 +81,13 @@ class SpanCapture:
         except ImportError:
             raise ImportError(OTLP_EXTRA) from None
         self._exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self._exporter))
+        self._processor = SimpleSpanProcessor(self._exporter)
+        self.provider: Any = TracerProvider()  # the block's own, once entered
+        self.provider.add_span_processor(self._processor)
         self._stack = ExitStack()
 
     def __enter__(self) -> SpanCapture:
-        from openprogram.telemetry import use_tracer_provider
-
-        self._stack.enter_context(use_tracer_provider(self.provider))
+        self.provider = self._stack.enter_context(spans_to(self._processor))
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -197,3 +197,28 @@ def test_the_run_command_exports_each_scenario_as_a_trace(tmp_path: Path) -> Non
         call = by_id[run["parent_id"]]
         assert call["name"] == run["name"].replace("invoke_agent", "execute_tool")
     assert len(got.spans) == 14  # the root and the 13 spans of the three runs
+
+
+def test_a_capture_inside_a_capture_sends_its_spans_to_both() -> None:
+    """A scenario's own ``expect.spans`` capture opened inside ``otel_spans`` (or the OTLP
+    export): both see the same spans, so no view of the run loses it."""
+    from openprogram_testing.scenarios import load_scenario, run_scenario
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "scenario_93_spans.yaml"
+    with SpanCapture() as outer:
+        with SpanCapture() as inner:
+            ScriptedProvider()  # nothing runs here: only the scenario below
+        result = run_scenario(load_scenario(path))  # opens its own capture inside `outer`
+    assert result.passed, result.failure_text
+    assert inner.spans() == []
+    assert outer.tree() == [
+        (
+            "invoke_agent",
+            [
+                ("chat test-model", []),
+                ("execute_tool add", []),
+                ("execute_tool add", []),
+                ("chat test-model", []),
+            ],
+        )
+    ]

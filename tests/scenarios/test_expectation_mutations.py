@@ -181,6 +181,19 @@ def _approvals(value: list[dict[str, Any]], _trace: Any) -> list[Any]:
     return out
 
 
+def _spans(value: list[Any], _trace: Any) -> list[Any]:
+    """A span tree with a child left out, one child renamed, and one run too many."""
+    out: list[Any] = [[*value, "invoke_agent"]]
+    for i, entry in enumerate(value):
+        if isinstance(entry, dict):
+            ((name, children),) = entry.items()
+            if children:
+                out.append([*value[:i], {name: children[:-1]}, *value[i + 1 :]])
+                renamed = [*children[:-1], f"{children[-1]} changed"]
+                out.append([*value[:i], {name: renamed}, *value[i + 1 :]])
+    return out
+
+
 PERTURBATIONS: dict[str, Perturbation] = {
     "termination": _other_termination,
     "model_calls": _count,
@@ -197,6 +210,7 @@ PERTURBATIONS: dict[str, Perturbation] = {
     "usage": _usage,
     "runs": _runs,
     "approvals": _approvals,
+    "spans": _spans,
 }
 """Wrong values for each ``expect`` key: a new key needs a row here."""
 
@@ -236,6 +250,9 @@ def _judge(scenario: Scenario, trace: Any, expect: dict[str, Any], tmp: Path) ->
     edited = expect.get("snapshot") is EDIT_STORED
     data = {**expect, "snapshot": True} if edited else expect
     judged = scenario.model_copy(update={"expect": Expectations.model_validate(data)})
+    if judged.expect.spans != scenario.expect.spans:
+        # the span tree is captured while the scenario runs: judged by running it again
+        return run_scenario(judged).failures
     failures = check_expectations(judged, trace)
     if judged.expect.snapshot:
         if edited:

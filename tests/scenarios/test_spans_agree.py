@@ -12,13 +12,9 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from openprogram.telemetry import use_tracer_provider
 from openprogram.types import AssistantMessage, UserMessage
-from openprogram_testing import LoopTrace, TraceTree, span_dicts
+from openprogram_testing import LoopTrace, SpanCapture, TraceTree
 from openprogram_testing.scenarios import SCENARIO_PATTERNS, load_scenario, run_scenario
 
 SUITE = Path(__file__).resolve().parents[2] / "scenarios"
@@ -29,14 +25,11 @@ OPERATION = "gen_ai.operation.name"
 
 def spans_of(path: Path) -> tuple[Any, list[dict[str, Any]]]:
     """Run the scenario at ``path`` with its spans captured: (what it ran, its spans)."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with use_tracer_provider(provider):
+    with SpanCapture() as capture:  # a scenario's own expect.spans capture sends here too
         result = run_scenario(load_scenario(path))
     assert result.passed, result.failure_text
     ran = result.tree if result.tree is not None else result.trace
-    return ran, span_dicts(exporter.get_finished_spans())
+    return ran, capture.spans()
 
 
 class Spans:

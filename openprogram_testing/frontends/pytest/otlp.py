@@ -20,8 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from openprogram.telemetry import use_tracer_provider
-from openprogram_testing.core.spans import OTLP_EXTRA
+from openprogram_testing.core.spans import OTLP_EXTRA, spans_to
 
 OUTCOME = "openprogram.test.outcome"
 """The root span's attribute holding the test's verdict."""
@@ -55,10 +54,10 @@ class SpanExport:
         except ImportError:
             raise ImportError(OTLP_EXTRA) from None
 
-        self.provider = TracerProvider(
-            resource=Resource.create({"service.name": "openprogram-testing"})
-        )
-        self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+        self.resource = Resource.create({"service.name": "openprogram-testing"})
+        self.processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=url))
+        self.provider = TracerProvider(resource=self.resource)
+        self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("openprogram_testing")
 
     @pytest.hookimpl(wrapper=True)
@@ -70,7 +69,9 @@ class SpanExport:
         root = self.tracer.start_span(item.nodeid, attributes={NODE_ID: item.nodeid})
         token = context.attach(trace.set_span_in_context(root))
         try:
-            with use_tracer_provider(self.provider):
+            # the runs of the test: through spans_to, so a capture opened inside the test (a
+            # scenario's expect.spans, otel_spans) still sends its spans here too
+            with spans_to(self.processor, self.resource):
                 return (yield)
         finally:
             context.detach(token)
