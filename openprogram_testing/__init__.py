@@ -103,8 +103,7 @@ if TYPE_CHECKING:
     from .transport.emulator.retries import assert_retries as assert_retries
     from .transport.emulator.server import EmulatorRequest as EmulatorRequest
     from .transport.emulator.server import ProviderEmulator as ProviderEmulator
-    from .transport.faults import CorruptCrc as CorruptCrc
-    from .transport.faults import CorruptFrame as CorruptFrame
+    from .transport.faults import CrcMismatch as CrcMismatch
     from .transport.faults import DropTerminal as DropTerminal
     from .transport.faults import Fault as Fault
     from .transport.faults import FaultError as FaultError
@@ -112,6 +111,7 @@ if TYPE_CHECKING:
     from .transport.faults import HttpError as HttpError
     from .transport.faults import InjectError as InjectError
     from .transport.faults import Latency as Latency
+    from .transport.faults import MalformedFrame as MalformedFrame
     from .transport.faults import Rechunk as Rechunk
     from .transport.faults import Stall as Stall
     from .transport.faults import TruncateAfter as TruncateAfter
@@ -134,14 +134,14 @@ if TYPE_CHECKING:
     from .transport.scripted import turn as turn
 
 _EXPORTS: dict[str, str] = {
-    "CorruptCrc": "transport.faults",
-    "CorruptFrame": "transport.faults",
+    "CrcMismatch": "transport.faults",
     "DropTerminal": "transport.faults",
     "FaultError": "transport.faults",
     "GarbleToolArguments": "transport.faults",
     "HttpError": "transport.faults",
     "InjectError": "transport.faults",
     "Latency": "transport.faults",
+    "MalformedFrame": "transport.faults",
     "Rechunk": "transport.faults",
     "Stall": "transport.faults",
     "TruncateAfter": "transport.faults",
@@ -243,6 +243,12 @@ _EXPORTS: dict[str, str] = {
 """Where each public name lives (module under this package)."""
 
 
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
+_RENAMED: dict[str, str] = {
+    "CorruptCrc": "transport.faults",
+    "CorruptFrame": "transport.faults",
+}
+"""0.1 names still read (each warns, naming the new one) until 0.3; not in ``__all__``."""
+
+__getattr__, __dir__ = lazy_names(__name__, {**_EXPORTS, **_RENAMED})
 
 __all__ = sorted(_EXPORTS)

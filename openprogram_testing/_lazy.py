@@ -26,8 +26,10 @@ def lazy_names(
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{_HARNESS}.{module}"), name)
-        namespace[name] = value
+        defining = importlib.import_module(f"{_HARNESS}.{module}")
+        value = getattr(defining, name)
+        if name in vars(defining):  # not an old name its module serves with a warning each time
+            namespace[name] = value
         return value
 
     def __dir__() -> list[str]:

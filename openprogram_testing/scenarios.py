@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .frontends.scenarios.expectations import (
         check_expectations as check_expectations,
     )
+    from .frontends.scenarios.fault_defs import FaultDef as FaultDef
     from .frontends.scenarios.imports import scenario_factory as scenario_factory
     from .frontends.scenarios.loader import load_scenario as load_scenario
     from .frontends.scenarios.loader import parse_scenario as parse_scenario
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from .frontends.scenarios.model import Expectations as Expectations
     from .frontends.scenarios.model import FunctionChoice as FunctionChoice
     from .frontends.scenarios.model import LoopOptions as LoopOptions
-    from .frontends.scenarios.model import Mutation as Mutation
     from .frontends.scenarios.model import Outcome as Outcome
     from .frontends.scenarios.model import RaiseSpec as RaiseSpec
     from .frontends.scenarios.model import Scenario as Scenario
@@ -77,9 +77,9 @@ _EXPORTS: dict[str, str] = {
     "CassetteRef": "frontends.scenarios.model",
     "DEFAULT_TIME_LIMIT_S": "frontends.scenarios.runner",
     "Expectations": "frontends.scenarios.model",
+    "FaultDef": "frontends.scenarios.fault_defs",
     "FunctionChoice": "frontends.scenarios.model",
     "LoopOptions": "frontends.scenarios.model",
-    "Mutation": "frontends.scenarios.model",
     "Outcome": "frontends.scenarios.model",
     "Problem": "frontends.scenarios.problems",
     "RaiseSpec": "frontends.scenarios.model",
@@ -111,6 +111,9 @@ _EXPORTS: dict[str, str] = {
 """Where each name lives (module under this package)."""
 
 
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
+_RENAMED = {"Mutation": "frontends.scenarios.model"}
+"""0.1 names still read (each warns, naming the new one) until 0.3; not in ``__all__``."""
+
+__getattr__, __dir__ = lazy_names(__name__, {**_EXPORTS, **_RENAMED})
 
 __all__ = sorted(_EXPORTS)

@@ -21,13 +21,30 @@ ONE_ARGUMENT: Any = object()
 """The default of a parameter 0.2.0 added in front of the one a 0.1 call passed alone."""
 
 
-def warn(old: str, new: str, stacklevel: int = 3) -> None:
-    """The one wording of a deprecated spelling: what to write instead, and when it goes."""
+def warn(old: str, new: str, stacklevel: int = 3, *, where: str = "") -> None:
+    """The one wording of a deprecated spelling: what to write instead, and when it goes
+    (``where``: the place in a file that spells it, for spellings no Python line holds)."""
+    place = f"{where}: " if where else ""
     warnings.warn(
-        f"{old} is {new} since openprogram-loop 0.2.0; write {new} ({old} goes in 0.3)",
+        f"{place}{old} is {new} since openprogram-loop 0.2.0; write {new} ({old} goes in 0.3)",
         DeprecationWarning,
         stacklevel=stacklevel,
     )
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warn` called in a module ``__getattr__`` serving an old
+    name: the line that read the name, past the front doors' lazy loader (``_lazy.py``) when a
+    front door read it on the caller's behalf, so the warning points at code the user can edit."""
+    import inspect
+
+    level = 3  # warn's caller (the __getattr__), then whoever read the name
+    frame = inspect.currentframe()
+    reader = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    while reader is not None and reader.f_code.co_filename.endswith("_lazy.py"):
+        level += 1
+        reader = reader.f_back
+    return level
 
 
 def renamed_keyword(old: str, new: str) -> Callable[[F], F]:
@@ -79,4 +96,4 @@ def record_provider(provider: str, api: str, recordable: Collection[str]) -> str
     return named.name
 
 
-__all__ = ["ONE_ARGUMENT", "record_provider", "renamed_keyword", "warn"]
+__all__ = ["ONE_ARGUMENT", "caller_stacklevel", "record_provider", "renamed_keyword", "warn"]

@@ -16,16 +16,15 @@ re-exported here for the cassette tools.
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
-import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Literal
 
 from openprogram.providers.wire import WireAPI
+from openprogram_testing.base import deprecated
 from openprogram_testing.transport.wire.bedrock import bedrock_error
 from openprogram_testing.transport.wire.gemini import gemini_error
 from openprogram_testing.transport.wire.openai_chat import GARBLE_PREFIX
@@ -37,7 +36,8 @@ from openprogram_testing.transport.wire.sse import (
     split_frames,
 )
 
-from .wire import FORMATS, WireFormat, detect_format, eventstream, route, sse
+from .fault_response import FaultError, MutableResponse, detect_api
+from .wire import FORMATS, eventstream, sse
 from .wire import anthropic as _anthropic
 from .wire import bedrock as _bedrock
 from .wire import gemini as _gemini
@@ -45,17 +45,18 @@ from .wire import openai_chat as _chat
 from .wire import openai_responses as _responses
 
 __all__ = [
+    "FAULT_KINDS",
     "GARBLE_PREFIX",
-    "Api",
-    "CorruptCrc",
-    "CorruptFrame",
+    "CrcMismatch",
     "DropTerminal",
     "Fault",
     "FaultError",
+    "FaultKind",
     "GarbleToolArguments",
     "HttpError",
     "InjectError",
     "Latency",
+    "MalformedFrame",
     "MutableResponse",
     "Mutation",
     "Rechunk",
@@ -69,160 +70,6 @@ __all__ = [
     "join_frames",
     "split_frames",
 ]
-
-Api = WireAPI
-
-
-class FaultError(ValueError):
-    """A mutation does not fit the response it is applied to (bad frame index, no such tool
-    call, not a stream...).  The message names the mutation and what the body has."""
-
-
-def detect_api(frames: Sequence[str], path: str | None = None) -> WireAPI:
-    """Which wire format an SSE stream speaks: from the request path when known, else the
-    frames."""
-    return detect_format(list(frames), path).api
-
-
-# --------------------------------------------------------------------------------------------
-# the response being mutated
-
-
-_SEPARATOR = re.compile(r"(?:\r\n|\r|\n)(?:[ \t]*(?:\r\n|\r|\n))+")
-
-
-@dataclass
-class MutableResponse:
-    """A response on its way to the client.  ``body`` is decoded text for text bodies (bytes
-    otherwise); ``stalls`` and ``chunking`` shape how it is served (see :meth:`pieces`)."""
-
-    status: int
-    reason: str
-    headers: dict[str, list[str]]
-    body: str | bytes
-    path: str | None = None
-    stalls: list[tuple[int, float]] = field(default_factory=list)
-    chunking: Rechunk | None = None
-    disconnect: bool = False
-    latency: float = 0.0
-
-    @property
-    def text(self) -> str:
-        if isinstance(self.body, bytes):
-            raise FaultError("the response body is binary, not an SSE stream")
-        return self.body
-
-    def is_eventstream(self) -> bool:
-        ctype = (self.header("content-type") or "").lower()
-        if eventstream.CONTENT_TYPE in ctype:
-            return True
-        data = self.body_bytes()
-        return bool(data) and not ctype.startswith("text/") and eventstream.is_eventstream(data)
-
-    def frames(self, mutation: object) -> list[Any]:
-        """The frames of the body (SSE frame texts, or raw event-stream messages), or a clear
-        error naming ``mutation`` if it is not a stream."""
-        if self.is_eventstream():
-            try:
-                return list(eventstream.split_messages(self.body_bytes()))
-            except eventstream.EventStreamError as exc:
-                raise FaultError(f"{mutation!r}: {exc}") from None
-        if isinstance(self.body, bytes) or not is_sse(self.body):
-            raise FaultError(
-                f"{mutation!r} needs a streamed (SSE) body or an AWS event stream, but this "
-                f"response (HTTP {self.status}, content-type {self.header('content-type')!r}) "
-                "is not one"
-            )
-        return split_frames(self.body)
-
-    def set_frames(self, frames: Sequence[Any]) -> None:
-        """Replace the body by ``frames`` in the body's own framing (and line endings)."""
-        if (frames and isinstance(frames[0], bytes)) or self.is_eventstream():
-            self.body = eventstream.join_messages(frames)
-            return
-        crlf = isinstance(self.body, str) and "\r\n" in self.body[:4096]
-        text = join_frames(frames)
-        self.body = text.replace("\n", "\r\n") if crlf else text
-
-    def wire(self, frames: Sequence[Any]) -> WireFormat:
-        """The wire format of the stream (path first, then the frames)."""
-        if frames and isinstance(frames[0], bytes):
-            found = route((self.path or "").split("?", 1)[0])
-            if found is not None and found.wire.api in ("bedrock", "anthropic"):
-                return found.wire
-            chunked = any(_event_type(f) == "chunk" for f in frames)
-            return FORMATS["bedrock_invoke" if chunked else "bedrock"]
-        return detect_format(list(frames), self.path)
-
-    def is_terminal(self, wire: WireFormat, frame: Any) -> bool:
-        if isinstance(frame, bytes):
-            try:
-                message = eventstream.decode_message(frame)
-            except eventstream.EventStreamError:
-                return False
-            return wire.is_terminal_message(message)
-        return wire.is_terminal(frame)
-
-    def header(self, name: str) -> str | None:
-        for key, values in self.headers.items():
-            if key.lower() == name.lower() and values:
-                return values[0]
-        return None
-
-    def set_header(self, name: str, value: str | None) -> None:
-        for key in [k for k in self.headers if k.lower() == name.lower()]:
-            del self.headers[key]
-        if value is not None:
-            self.headers[name] = [value]
-
-    def body_bytes(self) -> bytes:
-        return self.body.encode("utf-8") if isinstance(self.body, str) else self.body
-
-    def frame_offsets(self) -> list[int]:
-        """Byte offsets of the frame boundaries: ``[0, end of frame 0, end of frame 1, ...]``."""
-        if self.is_eventstream():
-            offsets = [0]
-            for message in self.frames("frame offsets"):
-                offsets.append(offsets[-1] + len(message))
-            return offsets
-        text = self.text
-        offsets, start = [0], 0
-        for m in _SEPARATOR.finditer(text):
-            if text[start : m.start()].strip():
-                offsets.append(len(text[: m.end()].encode("utf-8")))
-            start = m.end()
-        if text[start:].strip():
-            offsets.append(len(text.encode("utf-8")))
-        return offsets
-
-    def pieces(self) -> list[tuple[float, bytes]]:
-        """Split the final body into the chunks to serve, each with the delay before it."""
-        data = self.body_bytes()
-        cuts: dict[int, float] = {}
-        if self.stalls:
-            offsets = self.frame_offsets() if any(a for a, _ in self.stalls) else [0]
-            for after, seconds in self.stalls:
-                if after > len(offsets) - 1:
-                    raise FaultError(
-                        f"Stall(after_frame={after}): the body has only {len(offsets) - 1} frames"
-                    )
-                cut = offsets[after]
-                cuts[cut] = cuts.get(cut, 0.0) + seconds
-        boundaries = set(cuts) | {0, len(data)}
-        if self.latency:
-            streamed = self.is_eventstream() or (isinstance(self.body, str) and is_sse(self.body))
-            for cut in self.frame_offsets()[:-1] if streamed else [0]:
-                cuts[cut] = cuts.get(cut, 0.0) + self.latency
-                boundaries.add(cut)
-        if self.chunking is not None:
-            boundaries |= set(self.chunking.boundaries(len(data)))
-        points = sorted(b for b in boundaries if 0 <= b <= len(data))
-        out: list[tuple[float, bytes]] = []
-        for start, end in itertools.pairwise(points):
-            out.append((cuts.get(start, 0.0), data[start:end]))
-        if not out or len(data) in cuts:
-            out.append((cuts.get(len(data), 0.0), b""))
-        return [(delay, chunk) for delay, chunk in out if chunk or delay]
 
 
 def _terminal_flags(response: MutableResponse, frames: Sequence[Any]) -> list[bool]:
@@ -240,13 +87,6 @@ def _where(response: MutableResponse, frames: Sequence[Any]) -> str:
     """The stream named for an error: its API and, when known, its endpoint."""
     api = response.wire(frames).api
     return f"the {api} stream of {response.path}" if response.path else f"the {api} stream"
-
-
-def _event_type(raw: bytes) -> str | None:
-    try:
-        return eventstream.decode_message(raw).event_type
-    except eventstream.EventStreamError:
-        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +173,7 @@ class DropTerminal(Mutation):
 
 
 @dataclass(frozen=True)
-class CorruptFrame(Mutation):
+class MalformedFrame(Mutation):
     """Frame ``n`` keeps its event name but its data becomes invalid JSON (an event-stream
     message stays well framed, with correct CRCs)."""
 
@@ -356,7 +196,7 @@ class CorruptFrame(Mutation):
 
 
 @dataclass(frozen=True)
-class CorruptCrc(Mutation):
+class CrcMismatch(Mutation):
     """Event-stream message ``n`` keeps its bytes but its message CRC no longer matches them
     (the client's checksum check must reject it)."""
 
@@ -611,7 +451,7 @@ def apply_mutations(response: MutableResponse, mutations: Iterable[Mutation]) ->
 
 
 # --------------------------------------------------------------------------------------------
-# the emulator's constructors
+# the constructors: one per kind, named as the kind
 
 
 def _frame_count(name: str, value: Any) -> int:
@@ -627,54 +467,67 @@ def _seconds(name: str, value: Any) -> float:
 
 
 class Fault:
-    """Short constructors of the mutations above, checked when built (the provider emulator's
-    vocabulary: ``emulator.add("hi", faults=[Fault.disconnect_after(3)])``).
+    """One constructor per fault kind, named as the kind (and as its YAML key in a scenario's
+    ``cassette.faults``), checked when built: ``emulator.add("hi",
+    faults=[Fault.truncate_after(3, disconnect=True)])``.
 
     Frames are counted from 0 (``ping`` and ``[DONE]`` included).  On a non-streamed response
-    the body is frame 0: ``disconnect_after(0)`` sends the headers and half the body,
-    ``malformed_frame(0)`` sends invalid JSON; a fault that has nothing to act on there
-    (``no_terminal``, a later frame) is refused, as on a stream without what it addresses.
+    the body is frame 0: ``truncate_after(0, disconnect=True)`` sends the headers and half the
+    body, ``malformed_frame(0)`` sends invalid JSON; a fault that has nothing to act on there
+    (``drop_terminal``, a later frame) is refused, as on a stream without what it addresses.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # 0.1's Fault(kind=...) too
         raise TypeError(
             "Fault is a namespace of constructors since 0.2.0 (the Fault(kind=...) record is "
-            "gone): build faults with Fault.status(...), Fault.disconnect_after(n), "
-            "Fault.no_terminal(), Fault.malformed_frame(n), Fault.stall(s), Fault.latency(s)"
+            f"gone): build faults with one of {', '.join(f'Fault.{k}(...)' for k in FAULT_KINDS)}"
         )
 
     @staticmethod
-    def status(code: int, headers: Mapping[str, str] | None = None, body: Any = None) -> HttpError:
-        """Answer with HTTP ``code`` (400-599) and the API's JSON error body (``body``: a dict
-        sent as JSON, a str sent verbatim) plus ``headers`` (e.g. ``{"retry-after": "2"}``).
-        The turn it is attached to is consumed but its content is not sent."""
-        if isinstance(code, bool) or not isinstance(code, int) or not 400 <= code <= 599:
-            raise ValueError(
-                f"Fault.status: code must be an HTTP error status 400-599, got {code!r}"
-            )
-        return HttpError(code, dict(headers or {}), body)
+    def truncate_after(n_frames: int, *, disconnect: bool = False) -> TruncateAfter:
+        """End the body after ``n_frames`` frames; ``disconnect=True`` drops the connection
+        there instead (the client's read fails as on a connection lost mid-body)."""
+        return TruncateAfter(_frame_count("truncate_after", n_frames), disconnect=bool(disconnect))
 
     @staticmethod
-    def disconnect_after(n_frames: int) -> TruncateAfter:
-        """Close the connection after ``n_frames`` frames (the body stays incomplete)."""
-        return TruncateAfter(_frame_count("disconnect_after", n_frames), disconnect=True)
-
-    @staticmethod
-    def no_terminal() -> DropTerminal:
+    def drop_terminal() -> DropTerminal:
         """Omit the terminal frame (``[DONE]``, ``response.completed``, ``message_stop``, the
         Gemini ``finishReason`` chunk, Bedrock ``messageStop``/``metadata``); the body itself
         ends cleanly."""
         return DropTerminal()
 
     @staticmethod
-    def malformed_frame(n: int) -> CorruptFrame:
+    def malformed_frame(n: int) -> MalformedFrame:
         """Frame ``n`` carries invalid JSON."""
-        return CorruptFrame(_frame_count("malformed_frame", n))
+        return MalformedFrame(_frame_count("malformed_frame", n))
 
     @staticmethod
-    def crc_mismatch(n: int) -> CorruptCrc:
+    def crc_mismatch(n: int) -> CrcMismatch:
         """Event-stream message ``n`` carries a wrong message CRC (Bedrock streams only)."""
-        return CorruptCrc(_frame_count("crc_mismatch", n))
+        return CrcMismatch(_frame_count("crc_mismatch", n))
+
+    @staticmethod
+    def garble_tool_arguments(i: int) -> GarbleToolArguments:
+        """The arguments of tool call ``i`` (0-based, in stream order) are no longer JSON."""
+        return GarbleToolArguments(_frame_count("garble_tool_arguments", i))
+
+    @staticmethod
+    def inject_error(after_frame: int, message: str = "injected mid-stream error") -> InjectError:
+        """After ``after_frame`` frames the stream carries the API's own error event and ends."""
+        return InjectError(_frame_count("inject_error", after_frame), str(message))
+
+    @staticmethod
+    def http_error(
+        code: int, headers: Mapping[str, str] | None = None, body: Any = None
+    ) -> HttpError:
+        """Answer with HTTP ``code`` (400-599) and the API's JSON error body (``body``: a dict
+        sent as JSON, a str sent verbatim) plus ``headers`` (e.g. ``{"retry-after": "2"}``).
+        The turn it is attached to is consumed but its content is not sent."""
+        if isinstance(code, bool) or not isinstance(code, int) or not 400 <= code <= 599:
+            raise ValueError(
+                f"Fault.http_error: code must be an HTTP error status 400-599, got {code!r}"
+            )
+        return HttpError(code, dict(headers or {}), body)
 
     @staticmethod
     def stall(seconds: float, after_frame: int = 0) -> Stall:
@@ -686,3 +539,99 @@ class Fault:
     def latency(seconds_per_frame: float) -> Latency:
         """Sleep before every frame."""
         return Latency(_seconds("latency", seconds_per_frame))
+
+    @staticmethod
+    def rechunk(
+        sizes: Sequence[int] | None = None, *, seed: int | None = None, max_size: int = 64
+    ) -> Rechunk:
+        """Serve a recorded body in other byte pieces (cassettes only: the emulator writes one
+        frame per flush): ``sizes`` cycled, or random sizes 1..``max_size`` from ``seed``."""
+        return Rechunk(None if sizes is None else list(sizes), seed, max_size)
+
+    # -- 0.1 spellings, kept until 0.3 (see CHANGELOG.md) ------------------------------------
+
+    @staticmethod
+    def status(code: int, headers: Mapping[str, str] | None = None, body: Any = None) -> HttpError:
+        """Deprecated: :meth:`http_error`."""
+        deprecated.warn("Fault.status(...)", "Fault.http_error(...)")
+        return Fault.http_error(code, headers, body)
+
+    @staticmethod
+    def disconnect_after(n_frames: int) -> TruncateAfter:
+        """Deprecated: :meth:`truncate_after` with ``disconnect=True``."""
+        deprecated.warn("Fault.disconnect_after(n)", "Fault.truncate_after(n, disconnect=True)")
+        return Fault.truncate_after(n_frames, disconnect=True)
+
+    @staticmethod
+    def no_terminal() -> DropTerminal:
+        """Deprecated: :meth:`drop_terminal`."""
+        deprecated.warn("Fault.no_terminal()", "Fault.drop_terminal()")
+        return Fault.drop_terminal()
+
+
+# --------------------------------------------------------------------------------------------
+# the kinds, listed once
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One fault kind.  ``name`` is its ``Fault.*`` constructor and its YAML key in a scenario's
+    ``cassette.faults``; ``value`` says what that key takes; ``frames`` how the value addresses
+    frames (``"count"``: after that many, 0..n; ``"index"``: that frame, 0..n-1), read by the
+    scenario checks; ``options`` the keys that may sit beside it; ``old_key`` the YAML key of
+    0.1, read until 0.3."""
+
+    name: str
+    cls: type[Mutation]
+    value: str
+    frames: Literal["count", "index"] | None = None
+    options: tuple[str, ...] = ()
+    old_key: str | None = None
+
+    def build(self, value: Any, options: Mapping[str, Any]) -> Mutation:
+        """The mutation a YAML entry ``{name: value, **options}`` describes."""
+        return _FROM_YAML[self.name](value, options)
+
+
+FAULT_KINDS: dict[str, FaultKind] = {
+    k.name: k
+    for k in (
+        FaultKind("truncate_after", TruncateAfter, "a frame count", "count", ("disconnect",)),
+        FaultKind("drop_terminal", DropTerminal, "true"),
+        FaultKind("malformed_frame", MalformedFrame, "a frame index", "index", (), "corrupt_frame"),
+        FaultKind("crc_mismatch", CrcMismatch, "a frame index", "index"),
+        FaultKind("garble_tool_arguments", GarbleToolArguments, "a tool-call index"),
+        FaultKind("inject_error", InjectError, "a frame count", "count"),
+        FaultKind("http_error", HttpError, "an HTTP status 400-599", None, ("headers",)),
+        FaultKind("stall", Stall, "seconds", None, ("after_frame",)),
+        FaultKind("latency", Latency, "seconds per frame"),
+        FaultKind("rechunk", Rechunk, "a list of piece sizes, or a seed"),
+    )
+}
+"""Every fault kind, by name: the YAML model, the replay, the scenario checks, the docs' fault
+table and the faults-bite meta-test all read this table."""
+
+_FROM_YAML: dict[str, Callable[[Any, Mapping[str, Any]], Mutation]] = {
+    "truncate_after": lambda v, o: Fault.truncate_after(v, disconnect=bool(o.get("disconnect"))),
+    "drop_terminal": lambda v, o: Fault.drop_terminal(),
+    "malformed_frame": lambda v, o: Fault.malformed_frame(v),
+    "crc_mismatch": lambda v, o: Fault.crc_mismatch(v),
+    "garble_tool_arguments": lambda v, o: Fault.garble_tool_arguments(v),
+    "inject_error": lambda v, o: Fault.inject_error(v),
+    "http_error": lambda v, o: Fault.http_error(v, headers=o.get("headers")),
+    "stall": lambda v, o: Fault.stall(v, after_frame=o.get("after_frame") or 0),
+    "latency": lambda v, o: Fault.latency(v),
+    "rechunk": lambda v, o: Fault.rechunk(v) if isinstance(v, list) else Fault.rechunk(seed=v),
+}
+"""How a YAML entry calls its kind's constructor (the value and options it passes)."""
+
+_OLD_NAMES = {"CorruptFrame": "MalformedFrame", "CorruptCrc": "CrcMismatch", "Api": "WireAPI"}
+"""Class names of 0.1 (``Api``: ``openprogram.providers.wire.WireAPI``), kept until 0.3."""
+
+
+def __getattr__(name: str) -> Any:
+    new = _OLD_NAMES.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    deprecated.warn(name, new, stacklevel=deprecated.caller_stacklevel())
+    return WireAPI if new == "WireAPI" else globals()[new]

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from openprogram_testing.transport.faults import (
     GARBLE_PREFIX,
-    CorruptFrame,
     DropTerminal,
     FaultError,
     GarbleToolArguments,
     HttpError,
     InjectError,
+    MalformedFrame,
     MutableResponse,
     Rechunk,
     Stall,
@@ -67,7 +67,7 @@ def test_truncate_drop_corrupt() -> None:
         apply_mutations(response(BODY), [TruncateAfter(3)])  # the whole body: no cut at all
     assert apply_mutations(response(BODY), [TruncateAfter(2, disconnect=True)]).disconnect
     assert "[DONE]" not in apply_mutations(response(BODY), [DropTerminal()]).text
-    corrupted = split_frames(apply_mutations(response(BODY), [CorruptFrame(1)]).text)
+    corrupted = split_frames(apply_mutations(response(BODY), [MalformedFrame(1)]).text)
     assert corrupted[0] == 'event: a\ndata: {"n":1}' and frame_event(corrupted[1]) == "b"
     with pytest.raises(ValueError):
         json.loads(frame_data(corrupted[1]) or "")
@@ -80,8 +80,8 @@ def test_bad_frame_indices_and_bodies_are_clear_errors() -> None:
         r"must be 0..3; the body has 3 frames",
     ):
         apply_mutations(response(BODY), [TruncateAfter(9)])
-    with pytest.raises(FaultError, match=r"CorruptFrame\(n=3\): frame index must be 0..2"):
-        apply_mutations(response(BODY), [CorruptFrame(3)])
+    with pytest.raises(FaultError, match=r"MalformedFrame\(n=3\): frame index must be 0..2"):
+        apply_mutations(response(BODY), [MalformedFrame(3)])
     with pytest.raises(FaultError, match="needs a streamed \\(SSE\\) body"):
         apply_mutations(response('{"a": 1}'), [DropTerminal()])
     with pytest.raises(FaultError, match="has no terminal frame to drop"):

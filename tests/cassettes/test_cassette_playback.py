@@ -26,11 +26,11 @@ from openprogram_testing.cassettes import (
 )
 from openprogram_testing.core.trace import run_loop
 from openprogram_testing.transport.faults import (
-    CorruptFrame,
     DropTerminal,
     GarbleToolArguments,
     HttpError,
     InjectError,
+    MalformedFrame,
     Rechunk,
     Stall,
     TruncateAfter,
@@ -324,7 +324,7 @@ async def test_unmutated_tool_loop(tool_loop: Path) -> None:
     [
         (TruncateAfter(2), "stream ended without a final event"),
         (TruncateAfter(4, disconnect=True), "connection error"),
-        (CorruptFrame(1), "malformed stream frame"),
+        (MalformedFrame(1), "malformed stream frame"),
         (InjectError(2, "model overloaded, try later"), "model overloaded, try later"),
         (HttpError(500), "HTTP 500"),
     ],

@@ -193,20 +193,20 @@ def test_frame_faults_on_both_framings_reach_the_sdks(conformance_cassettes: Pat
     payload arrives as an empty event);
     dropping the terminal frames leaves a stream without ``messageStop``/``finishReason``;
     corrupting a Gemini SSE frame makes google-genai raise: replayed from the recordings."""
-    from openprogram_testing.transport.faults import CorruptCrc, CorruptFrame, DropTerminal
+    from openprogram_testing.transport.faults import CrcMismatch, DropTerminal, MalformedFrame
 
     name = "dd-trace-py/bedrock/bedrock_converse_stream.yaml"
     (recorded,) = load_interactions(conformance_cassettes / name)
     read = _bedrock_reader(recorded)
     with replay_shared(conformance_cassettes / name) as cassette:
         full = read()
-        cassette.rewind(mutations=[CorruptCrc(3)])
+        cassette.rewind(mutations=[CrcMismatch(3)])
         with pytest.raises(Exception, match="Checksum mismatch") as raised:
             read()
         assert type(raised.value).__name__ == "ChecksumMismatch"
         # botocore swallows a payload that is not JSON: the event arrives empty, which is what
         # an adapter has to treat as a malformed stream
-        cassette.rewind(mutations=[CorruptFrame(3)])
+        cassette.rewind(mutations=[MalformedFrame(3)])
         events = read()
         assert events[3] == {next(iter(full[3])): {}} != full[3]
         assert events[:3] + events[4:] == full[:3] + full[4:]
@@ -221,7 +221,7 @@ def test_frame_faults_on_both_framings_reach_the_sdks(conformance_cassettes: Pat
     with replay_shared(conformance_cassettes / name, allow_unplayed=True) as cassette:
         cassette.rewind(mutations={0: [DropTerminal()]})
         assert not _finished("gemini", read())
-        cassette.rewind(mutations={0: [CorruptFrame(0)]})
+        cassette.rewind(mutations={0: [MalformedFrame(0)]})
         with pytest.raises(Exception) as failed:
             read()
         assert (

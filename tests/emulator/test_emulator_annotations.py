@@ -25,12 +25,12 @@ async def _run(emu: ProviderEmulator) -> LoopTrace:
 
 async def test_an_injected_fault_is_marked_at_the_model_call_it_hit() -> None:
     with ProviderEmulator() as emu:
-        emu.add(turn("hello"), faults=[Fault.no_terminal()])
+        emu.add(turn("hello"), faults=[Fault.drop_terminal()])
         trace = await _run(emu)
     faults = [a for a in trace.annotations if a.kind == "fault"]
     assert len(faults) == 1
     (fault,) = faults
-    assert fault.text == f"{Fault.no_terminal()!r} on emulated request 0"
+    assert fault.text == f"{Fault.drop_terminal()!r} on emulated request 0"
     # placed inside that model call's message, before any of its content arrived (the adapter
     # announces the message before it sends the request)
     types = [e.type for e in trace.events]
@@ -59,7 +59,7 @@ def test_a_note_is_placed_only_where_it_cannot_be_misattributed() -> None:
 
     async def side_by_side() -> tuple[LoopTrace, LoopTrace]:
         with ProviderEmulator() as a, ProviderEmulator() as b:
-            a.add(turn("from a"), faults=[Fault.no_terminal()])
+            a.add(turn("from a"), faults=[Fault.drop_terminal()])
             b.add(turn("from b"), faults=[Fault.latency(0.001)])
             first, second = await asyncio.gather(_run(a), _run(b))
         return first, second
@@ -67,7 +67,7 @@ def test_a_note_is_placed_only_where_it_cannot_be_misattributed() -> None:
     for _ in range(5):
         first, second = asyncio.run(side_by_side())
         assert {x.text for x in first.annotations if x.kind == "fault"} <= {
-            f"{Fault.no_terminal()!r} on emulated request 0"
+            f"{Fault.drop_terminal()!r} on emulated request 0"
         }
         assert {x.text for x in second.annotations if x.kind == "fault"} <= {
             f"{Fault.latency(0.001)!r} on emulated request 0"
@@ -106,10 +106,10 @@ async def test_the_timeline_names_every_note_the_report_shows() -> None:
     from openprogram_testing.report import trace_record
 
     with ProviderEmulator() as emu:
-        emu.add(turn("hello"), faults=[Fault.no_terminal()])
+        emu.add(turn("hello"), faults=[Fault.drop_terminal()])
         trace = await _run(emu)
     timeline = trace.timeline()
-    assert f"! fault injected: {Fault.no_terminal()!r} on emulated request 0" in timeline
+    assert f"! fault injected: {Fault.drop_terminal()!r} on emulated request 0" in timeline
     notes = [n for r in trace_record(trace)["rounds"] for n in r["notes"]]
     assert [n["kind"] for n in notes] == ["fault"]
     for note in notes:

@@ -374,7 +374,7 @@ def test_anthropic_bedrock_client_streams_and_reads_json(emu):
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 @pytest.mark.parametrize("code", [400, 429, 500, 503])
 def test_status_fault(emu, endpoint, code):
-    emu.add(Fault.status(code, headers={"retry-after": "3"}))
+    emu.add(Fault.http_error(code, headers={"retry-after": "3"}))
     r = post(emu, endpoint)
     assert r.status_code == code and r.headers["retry-after"] == "3"
     if endpoint == "gemini":
@@ -388,7 +388,7 @@ def test_status_faults_through_the_sdks(emu):
     from botocore.exceptions import ClientError
     from google.genai import errors
 
-    emu.add(Fault.status(429), Fault.status(429), Fault.status(503))
+    emu.add(Fault.http_error(429), Fault.http_error(429), Fault.http_error(503))
     client = gemini_client(emu)
     with pytest.raises(errors.ClientError) as info:
         client.models.generate_content(model="g", contents="x")
@@ -422,14 +422,14 @@ def read_until_drop(emu: ProviderEmulator, endpoint: str) -> tuple[bytes, bool]:
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 def test_disconnect_after_n_frames(emu, endpoint):
-    emu.add(turn("hello world", chunk_size=2), faults=[Fault.disconnect_after(3)])
+    emu.add(turn("hello world", chunk_size=2), faults=[Fault.truncate_after(3, disconnect=True)])
     received, clean = read_until_drop(emu, endpoint)
     assert not clean and len(frames_of(endpoint, received)) == 3
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 def test_no_terminal_frame(emu, endpoint):
-    emu.add(turn("hello", chunk_size=1), faults=[Fault.no_terminal()])
+    emu.add(turn("hello", chunk_size=1), faults=[Fault.drop_terminal()])
     received, clean = read_until_drop(emu, endpoint)
     frames = frames_of(endpoint, received)
     assert clean and len(frames) >= 2

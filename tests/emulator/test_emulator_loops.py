@@ -120,7 +120,7 @@ async def test_tool_round_then_text_matches_the_scripted_provider(api, stream):
 @pytest.mark.parametrize("api", list(ADAPTERS))
 async def test_http_error_reaches_the_loop_as_a_provider_error(api):
     with ProviderEmulator() as emu:
-        emu.add(Fault.status(429, headers={"retry-after": "3"}))
+        emu.add(Fault.http_error(429, headers={"retry-after": "3"}))
         run_, messages = await run(ADAPTERS[api](emu, True))
     assert run_.termination == "error"
     err = messages[-1]
@@ -135,7 +135,8 @@ async def test_disconnect_mid_stream_never_runs_the_tools(api):
     tool = {**ADD, "execute": lambda args: ran.append(args) or 0}
     with ProviderEmulator() as emu:
         emu.add(
-            turn(call("add", {"a": 1, "b": 2}), chunk_size=2), faults=[Fault.disconnect_after(5)]
+            turn(call("add", {"a": 1, "b": 2}), chunk_size=2),
+            faults=[Fault.truncate_after(5, disconnect=True)],
         )
         stream, messages = await run(ADAPTERS[api](emu, True), [tool], "go")
     assert stream.termination == "error"
@@ -146,7 +147,7 @@ async def test_disconnect_mid_stream_never_runs_the_tools(api):
 @pytest.mark.parametrize("api", list(ADAPTERS))
 async def test_missing_terminal_frame(api):
     with ProviderEmulator() as emu:
-        emu.add(turn("hello"), faults=[Fault.no_terminal()])
+        emu.add(turn("hello"), faults=[Fault.drop_terminal()])
         run_, messages = await run(ADAPTERS[api](emu, True))
     # on Chat the fault drops the finish_reason chunk with [DONE] (the chunk ends a message)
     assert run_.termination == "error"

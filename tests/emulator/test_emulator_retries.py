@@ -19,7 +19,7 @@ BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 def test_the_openai_sdk_honours_retry_after():
     """The SDK's own retries, seen from the server: two attempts, 0.3 s apart at least."""
     with ProviderEmulator() as emu:
-        emu.add(Fault.status(429, headers={"retry-after": "0.3"}), "ok")
+        emu.add(Fault.http_error(429, headers={"retry-after": "0.3"}), "ok")
         client = openai.OpenAI(base_url=emu.openai_base_url, api_key="t", max_retries=2)
         reply = client.chat.completions.create(**BODY)
         assert reply.choices[0].message.content == "ok"
@@ -39,7 +39,7 @@ def _post_twice(emu: ProviderEmulator, wait_s: float) -> None:
 
 def test_a_client_that_ignores_retry_after_fails_the_check():
     with ProviderEmulator() as emu:
-        emu.add(Fault.status(429, headers={"retry-after": "5"}), "ok")
+        emu.add(Fault.http_error(429, headers={"retry-after": "5"}), "ok")
         _post_twice(emu, 0)
     with pytest.raises(RetryTimingError, match="asked for retry-after 5s") as err:
         assert_retries(emu, attempts=2)
@@ -50,7 +50,7 @@ def test_a_client_that_ignores_retry_after_fails_the_check():
 
 def test_count_and_spacing_failures_name_what_was_seen():
     with ProviderEmulator() as emu:
-        emu.add(Fault.status(500), Fault.status(500), "ok")
+        emu.add(Fault.http_error(500), Fault.http_error(500), "ok")
         _post_twice(emu, 0.05)
     with pytest.raises(RetryTimingError, match="expected 3 attempt\\(s\\), got 2"):
         assert_retries(emu, attempts=3)
@@ -66,7 +66,9 @@ def test_count_and_spacing_failures_name_what_was_seen():
 def test_retry_after_ms_and_dropped_connections():
     with ProviderEmulator() as emu:
         emu.add(
-            Fault.status(503, headers={"retry-after-ms": "40"}), Fault.disconnect_after(0), "ok"
+            Fault.http_error(503, headers={"retry-after-ms": "40"}),
+            Fault.truncate_after(0, disconnect=True),
+            "ok",
         )
         url = emu.openai_base_url + "/chat/completions"
         httpx.post(url, json=BODY, timeout=10)

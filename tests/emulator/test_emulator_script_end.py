@@ -68,15 +68,15 @@ def test_the_header_is_absent_while_the_script_lasts_even_on_faults() -> None:
     from openprogram_testing.emulator import Fault
 
     with ProviderEmulator(strict=False) as emu:
-        emu.add(Fault.status(429), "ok")
+        emu.add(Fault.http_error(429), "ok")
         assert post(emu).status_code == 429
         ok = post(emu)
     assert EXHAUSTED_HEADER not in ok.headers and text(ok) == "ok"
 
 
 def test_mutations_built_directly_are_checked_when_added() -> None:
-    from openprogram_testing.transport.faults import CorruptFrame, HttpError, Stall, TruncateAfter
+    from openprogram_testing.transport.faults import HttpError, MalformedFrame, Stall, TruncateAfter
 
-    for fault in (HttpError(700), TruncateAfter(-1), Stall(-1.0), CorruptFrame(True)):
+    for fault in (HttpError(700), TruncateAfter(-1), Stall(-1.0), MalformedFrame(True)):
         with pytest.raises(ValueError):
             ProviderEmulator().add("x", faults=[fault])

@@ -575,7 +575,7 @@ STATUS_TYPES = {
 @pytest.mark.parametrize("api", APIS)
 async def test_status_fault(emu, api, code):
     headers = {"retry-after": "7"} if code == 429 else None
-    emu.add("never sent", faults=[Fault.status(code, headers=headers)])
+    emu.add("never sent", faults=[Fault.http_error(code, headers=headers)])
     with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as info:
         await ask(emu, api, True)
     err = info.value
@@ -598,14 +598,14 @@ async def test_status_fault(emu, api, code):
 
 
 async def test_status_fault_custom_body(emu):
-    emu.add(Fault.status(400, body={"error": {"message": "custom", "type": "x"}}))
+    emu.add(Fault.http_error(400, body={"error": {"message": "custom", "type": "x"}}))
     with pytest.raises(openai.BadRequestError, match="custom"):
         await ask(emu, "openai_chat", False)
 
 
 async def test_sdk_retries_through_a_429_slot(emu):
     """A bare status fault is a request slot of its own: the SDK retries and gets the turn."""
-    emu.add(Fault.status(429, headers={"retry-after": "0"}), "finally")
+    emu.add(Fault.http_error(429, headers={"retry-after": "0"}), "finally")
     client = oai(emu, max_retries=2)
     r = await client.chat.completions.create(model="m", messages=USER)
     assert r.choices[0].message.content == "finally"
@@ -635,7 +635,7 @@ DROPPED_CONNECTION: dict[str, tuple[type[BaseException], ...]] = {
 )
 async def test_disconnect_after_n_frames(emu, api, received):
     """A connection dropped mid-stream surfaces as that SDK's connection error."""
-    emu.add(turn("hello world", chunk_size=2), faults=[Fault.disconnect_after(3)])
+    emu.add(turn("hello world", chunk_size=2), faults=[Fault.truncate_after(3, disconnect=True)])
     seen: list[Any] = []
     with pytest.raises(DROPPED_CONNECTION[api]):
         if api == "anthropic":
@@ -652,13 +652,13 @@ async def test_disconnect_after_n_frames(emu, api, received):
 
 
 async def test_disconnect_on_a_json_response(emu):
-    emu.add("hello", faults=[Fault.disconnect_after(0)])
+    emu.add("hello", faults=[Fault.truncate_after(0, disconnect=True)])
     with pytest.raises(openai.APIConnectionError):
         await ask(emu, "openai_chat", False)
 
 
 async def test_bare_disconnect_slot(emu):
-    emu.add(Fault.disconnect_after(0))
+    emu.add(Fault.truncate_after(0, disconnect=True))
     with pytest.raises(anthropic.APIConnectionError):
         await ask(emu, "anthropic", False)
 
@@ -672,7 +672,7 @@ async def test_bare_disconnect_slot(emu):
     ],
 )
 async def test_no_terminal_frame(emu, api, terminal):
-    emu.add("hello", faults=[Fault.no_terminal()])
+    emu.add("hello", faults=[Fault.drop_terminal()])
     if api == "openai_chat":
         r = await raw_post(
             emu, "/v1/chat/completions", {"model": "m", "messages": USER, "stream": True}
@@ -760,9 +760,9 @@ async def test_turn_delay_is_per_frame_latency(emu):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: Fault.status(200),
-        lambda: Fault.status(700),
-        lambda: Fault.disconnect_after(-1),
+        lambda: Fault.http_error(200),
+        lambda: Fault.http_error(700),
+        lambda: Fault.truncate_after(-1, disconnect=True),
         lambda: Fault.malformed_frame(1.5),
         lambda: Fault.stall(-1),
         lambda: Fault.latency("x"),
@@ -1142,9 +1142,11 @@ async def test_from_cassette_faults_apply_to_recorded_frames(conformance_cassett
         / "mirascope/test_call_with_tools/anthropic_claude_sonnet_4_0/stream.yaml"
     )
     with pytest.raises(ValueError, match="no interaction 9"):
-        ProviderEmulator.from_cassette(path, faults={9: [Fault.no_terminal()]})
+        ProviderEmulator.from_cassette(path, faults={9: [Fault.drop_terminal()]})
     with ProviderEmulator.from_cassette(
-        path, strict=False, faults={0: [Fault.disconnect_after(4)], 1: [Fault.no_terminal()]}
+        path,
+        strict=False,
+        faults={0: [Fault.truncate_after(4, disconnect=True)], 1: [Fault.drop_terminal()]},
     ) as e:
         client = ant(e)
         seen: list[str] = []

@@ -11,13 +11,13 @@ import pytest
 from openprogram_testing.cassettes import load_interactions
 from openprogram_testing.transport.faults import (
     GARBLE_PREFIX,
-    CorruptCrc,
-    CorruptFrame,
+    CrcMismatch,
     DropTerminal,
     FaultError,
     GarbleToolArguments,
     HttpError,
     InjectError,
+    MalformedFrame,
     MutableResponse,
     Stall,
     TruncateAfter,
@@ -91,12 +91,12 @@ def test_drop_terminal_of_an_event_stream(path):
 
 @pytest.mark.parametrize("path", EVENT_STREAMS)
 def test_corrupt_frame_and_crc_of_an_event_stream(path):
-    bad = messages(apply_mutations(recorded(path), [CorruptFrame(1)]))[1]
+    bad = messages(apply_mutations(recorded(path), [MalformedFrame(1)]))[1]
     decoded = eventstream.decode_message(bad)  # well framed: CRCs match
     assert decoded.headers[":message-type"] == "event"
     with pytest.raises(ValueError):
         json.loads(decoded.payload)
-    crc = messages(apply_mutations(recorded(path), [CorruptCrc(2)]))
+    crc = messages(apply_mutations(recorded(path), [CrcMismatch(2)]))
     with pytest.raises(eventstream.EventStreamError, match="message CRC mismatch"):
         eventstream.decode_message(crc[2])
     assert crc[2][:-4] == messages(recorded(path))[2][:-4]  # the bytes are intact
@@ -106,7 +106,7 @@ def test_botocore_rejects_the_corrupted_crc():
     from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
 
     buffer = EventStreamBuffer()
-    buffer.add_data(apply_mutations(recorded(EVENT_STREAMS[0]), [CorruptCrc(0)]).body_bytes())
+    buffer.add_data(apply_mutations(recorded(EVENT_STREAMS[0]), [CrcMismatch(0)]).body_bytes())
     with pytest.raises(ChecksumMismatch):
         list(buffer)
 
@@ -134,11 +134,11 @@ def test_sse_mutations_keep_geminis_crlf_framing():
     dropped = apply_mutations(recorded(GEMINI), [DropTerminal()])
     assert len(sse.split_frames(dropped.text)) == len(frames) - 1
     assert "finishReason" not in dropped.text
-    corrupt = apply_mutations(recorded(GEMINI), [CorruptFrame(0)])
+    corrupt = apply_mutations(recorded(GEMINI), [MalformedFrame(0)])
     with pytest.raises(ValueError):
         json.loads(sse.frame_data(sse.split_frames(corrupt.text)[0]) or "")
     with pytest.raises(FaultError, match="only event-stream bodies have CRCs"):
-        apply_mutations(recorded(GEMINI), [CorruptCrc(0)])
+        apply_mutations(recorded(GEMINI), [CrcMismatch(0)])
 
 
 @pytest.mark.parametrize("path", EVENT_STREAMS)

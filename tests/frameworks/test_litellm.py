@@ -136,7 +136,7 @@ async def test_parallel_calls(provider_emulator, api):
 async def test_429_is_retried(provider_emulator, api):
     """On OpenAI Chat the OpenAI client retries (``max_retries``) and waits the retry-after;
     elsewhere litellm's own ``num_retries`` retries without reading it."""
-    provider_emulator.add(Fault.status(429, headers={"retry-after": "0.2"}), *tool_round())
+    provider_emulator.add(Fault.http_error(429, headers={"retry-after": "0.2"}), *tool_round())
     retry = {"max_retries": 1} if api == "openai_chat" else {"num_retries": 1}
     text, _, _ = await _loop(_where(provider_emulator, api), api, "add", **retry)
     assert text == "The sum is 5."
@@ -154,7 +154,7 @@ async def test_429_is_retried(provider_emulator, api):
 async def test_cut_stream_fails_and_runs_no_tool(provider_emulator, api):
     provider_emulator.add(
         turn("Adding.", call("add", {"a": 2, "b": 3}), chunk_size=1),
-        faults=[Fault.disconnect_after(3)],
+        faults=[Fault.truncate_after(3, disconnect=True)],
     )
     with pytest.raises(Exception) as err:
         await _loop(_where(provider_emulator, api), api, "add 2+3", stream=True)

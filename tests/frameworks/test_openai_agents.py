@@ -79,7 +79,7 @@ async def test_parallel_calls(provider_emulator, responses):
 
 @MODELS
 async def test_429_retried_after_retry_after(provider_emulator, responses):
-    provider_emulator.add(Fault.status(429, headers={"retry-after": "0.2"}), *tool_round())
+    provider_emulator.add(Fault.http_error(429, headers={"retry-after": "0.2"}), *tool_round())
     agent, _ = _agent(provider_emulator.openai_base_url, responses=responses, max_retries=1)
     result = await agents.Runner.run(agent, "add 2+3")
     assert result.final_output == "The sum is 5."
@@ -91,7 +91,7 @@ async def test_429_retried_after_retry_after(provider_emulator, responses):
 async def test_cut_stream_fails_the_run_and_runs_no_tool(provider_emulator, responses):
     provider_emulator.add(
         turn("Adding.", call("add", {"a": 2, "b": 3}), chunk_size=1),
-        faults=[Fault.disconnect_after(4)],
+        faults=[Fault.truncate_after(4, disconnect=True)],
     )
     agent, ran = _agent(provider_emulator.openai_base_url, responses=responses)
     with pytest.raises(openai.APIConnectionError):

@@ -139,7 +139,7 @@ async def test_429_is_retried(provider_emulator, api):
     """The SDK under pydantic-ai retries; OpenAI's and Anthropic's clients wait the
     ``retry-after`` they are told, google-genai its own fixed delay, botocore its jittered
     backoff (neither of the last two reads the header)."""
-    provider_emulator.add(Fault.status(429, headers={"retry-after": "0.2"}), *tool_round())
+    provider_emulator.add(Fault.http_error(429, headers={"retry-after": "0.2"}), *tool_round())
     a, ran = _agent(_model(api, provider_emulator, retries=1))
     assert (await a.run("add")).output == "The sum is 5." and ran == [(2, 3)]
     reads_retry_after = api not in ("gemini", "bedrock")
@@ -156,7 +156,7 @@ async def test_429_is_retried(provider_emulator, api):
 async def test_cut_stream_fails_the_run_and_runs_no_tool(provider_emulator, api):
     provider_emulator.add(
         turn("Adding.", call("add", {"a": 2, "b": 3}), chunk_size=1),
-        faults=[Fault.disconnect_after(4)],
+        faults=[Fault.truncate_after(4, disconnect=True)],
     )
     a, ran = _agent(_model(api, provider_emulator))
     with pytest.raises(Exception) as failure:

@@ -132,7 +132,7 @@ async def test_full_loop_with_parallel_calls(api: str, stream: bool) -> None:
 @pytest.mark.parametrize(("api", "stream", "code", "retryable"), STATUS_CASES)
 async def test_status_faults(api: str, stream: bool, code: int, retryable: bool) -> None:
     with ProviderEmulator() as emu:
-        emu.add(turn("never sent"), faults=[Fault.status(code, headers={"retry-after": "4"})])
+        emu.add(turn("never sent"), faults=[Fault.http_error(code, headers={"retry-after": "4"})])
         message = await final_message(ADAPTERS[api](emu, stream=stream))
     assert (message.stop_reason, message.error_status, message.error_retryable) == (
         "error",
@@ -151,8 +151,8 @@ async def test_malformed_frame(api: str) -> None:
 
 
 FRAME_FAULTS = {
-    "disconnect_after_1": lambda: Fault.disconnect_after(1),
-    "no_terminal": Fault.no_terminal,
+    "truncate_after_1_disconnect": lambda: Fault.truncate_after(1, disconnect=True),
+    "drop_terminal": Fault.drop_terminal,
     "malformed_frame_1": lambda: Fault.malformed_frame(1),
 }
 
@@ -185,7 +185,7 @@ async def test_loop_never_runs_the_calls_of_a_cut_message(api: str) -> None:
     with ProviderEmulator() as emu:
         emu.add(
             turn(call("mul", {"a": 1, "b": 2}), "trailing text", chunk_size=2),
-            faults=[Fault.no_terminal()],
+            faults=[Fault.drop_terminal()],
         )
         async with ADAPTERS[api](emu) as provider:
             run = agent_loop(
@@ -227,7 +227,7 @@ async def test_client_timeout_on_a_stall_is_a_retryable_error(api: str) -> None:
 async def test_sdk_retries_when_enabled(api: str) -> None:
     status, headers = RETRIED[api]
     with ProviderEmulator() as emu:
-        emu.add(turn("lost"), faults=[Fault.status(status, headers=headers)])
+        emu.add(turn("lost"), faults=[Fault.http_error(status, headers=headers)])
         emu.add(turn("recovered"))
         message = await final_message(ADAPTERS[api](emu, max_retries=1))
         emu.assert_complete()

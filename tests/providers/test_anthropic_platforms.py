@@ -57,9 +57,9 @@ async def test_full_loop_on_bedrock_invoke_model(stream: bool) -> None:
 
 
 FAULTS = {
-    "status_429": lambda: Fault.status(429, headers={"retry-after": "3"}),
-    "disconnect_after_2": lambda: Fault.disconnect_after(2),
-    "no_terminal": Fault.no_terminal,
+    "status_429": lambda: Fault.http_error(429, headers={"retry-after": "3"}),
+    "truncate_after_2_disconnect": lambda: Fault.truncate_after(2, disconnect=True),
+    "drop_terminal": Fault.drop_terminal,
     "malformed_frame_2": lambda: Fault.malformed_frame(2),
     "crc_mismatch_2": lambda: Fault.crc_mismatch(2),
 }
@@ -140,7 +140,7 @@ async def test_bedrock_error_type_comes_from_the_amzn_header(status: int, error_
     # Bedrock's error body is only {"message": ...}: the type travels in x-amzn-ErrorType
     # ("ThrottlingException:http://internal.amazon.com/..."), cut at the first ':'.
     with ProviderEmulator() as emu:
-        emu.add(turn("never"), faults=[Fault.status(status, body={"message": "slow down"})])
+        emu.add(turn("never"), faults=[Fault.http_error(status, body={"message": "slow down"})])
         async with on_bedrock(emu) as provider:
             events = [e async for e in provider.stream("anthropic.claude:0", CTX, StreamOptions())]
     message = events[-1].message

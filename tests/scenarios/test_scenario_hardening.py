@@ -202,7 +202,7 @@ def test_a_file_that_is_not_a_cassette_is_a_load_error(project: Path) -> None:
     [
         ("[{drop_terminal: true, interaction: 3}]", "interaction", "interaction 3 does not exist"),
         ("[{truncate_after: 999}]", "truncate_after", "frame index 999 is past the end"),
-        ("[{corrupt_frame: 999, interaction: 0}]", "corrupt_frame", "frame index 999"),
+        ("[{malformed_frame: 999, interaction: 0}]", "malformed_frame", "frame index 999"),
         ("[{inject_error: 500}]", "inject_error", "frame index 500"),
         ("[{stall: 0.1, after_frame: 77}]", "after_frame", "frame index 77"),
     ],
@@ -262,7 +262,7 @@ def test_the_last_frame_index_is_accepted(project: Path) -> None:
         cassette_scenario(project, "../cassettes/text.yaml", f"[{{truncate_after: {n}}}]")
     )
     error = load_error(
-        cassette_scenario(project, "../cassettes/text.yaml", f"[{{corrupt_frame: {n}}}]")
+        cassette_scenario(project, "../cassettes/text.yaml", f"[{{malformed_frame: {n}}}]")
     )
     assert f"has {n} frame(s) (0..{n - 1})" in error
 

@@ -255,7 +255,7 @@ def test_steering_and_mutation_need_exactly_one_position_or_kind() -> None:
     )
     assert error_of(
         "prompt: hi\ncassette: {path: c.yaml, api: anthropic, faults: [{interaction: 0}]}\n"
-    ).startswith("s.yaml:2:51: cassette.faults[0]: a mutation has exactly one of truncate_after")
+    ).startswith("s.yaml:2:51: cassette.faults[0]: a fault has exactly one of truncate_after")
 
 
 def test_invalid_regular_expression() -> None:

@@ -128,4 +128,4 @@ def test_the_0_1_fault_record_names_the_constructors() -> None:
 
     with pytest.raises(TypeError, match=r"namespace of constructors since 0.2.0.*Fault\.status"):
         Fault(kind="status", status_code=429)  # type: ignore[call-arg]
-    assert Fault.status(429) == HttpError(429, headers={})  # what the message says to write
+    assert Fault.http_error(429) == HttpError(429, headers={})  # what the message says to write

@@ -332,12 +332,13 @@ def cassette_file(scenario: Scenario) -> tuple[Path | None, str | None]:
     return resolved, None
 
 
-_FRAME_FIELDS = (
-    ("truncate_after", True),
-    ("corrupt_frame", False),
-    ("inject_error", True),
-    ("after_frame", True),
-)
+def _frame_fields() -> list[tuple[str, bool]]:
+    """The fault keys that address frames, each with whether it may point past the last frame
+    (a count, ``0..n``) or not (an index, ``0..n-1``): read from the one table of kinds."""
+    from openprogram_testing.transport.faults import FAULT_KINDS
+
+    fields = [(k.name, k.frames == "count") for k in FAULT_KINDS.values() if k.frames]
+    return [*fields, ("after_frame", True)]
 
 
 def _check_cassette(scenario: Scenario, found: Found) -> None:
@@ -386,7 +387,7 @@ def _check_cassette(scenario: Scenario, found: Found) -> None:
                         )
                     )
                     break
-        for name, allow_end in _FRAME_FIELDS:
+        for name, allow_end in _frame_fields():
             index = getattr(fault, name)
             if index is None or isinstance(index, bool):
                 continue
@@ -426,11 +427,17 @@ def _garble_problem(interaction: dict[str, Any], i: int) -> str | None:
 
 
 def _frame_count(interaction: dict[str, Any]) -> int:
+    from openprogram_testing.transport.wire import eventstream
     from openprogram_testing.transport.wire.sse import split_frames
 
     body: Any = (interaction.get("response") or {}).get("body")
     if isinstance(body, dict):
         body = body.get("string", "")
+    if isinstance(body, bytes) and eventstream.is_eventstream(body):  # Bedrock: its messages
+        try:
+            return len(list(eventstream.split_messages(body)))
+        except eventstream.EventStreamError:
+            return 0
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
     return len(split_frames(body)) if isinstance(body, str) else 0

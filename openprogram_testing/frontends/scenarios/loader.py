@@ -159,12 +159,33 @@ def _validated(text: str, file: str) -> tuple[Scenario, Any]:
                 for loc, node in duplicates
             ]
         )
+    _warn_old_fault_keys(file, root_node, data)
     try:
         return Scenario.model_validate(data), root_node
     except ValidationError as exc:
         raise ScenarioError(validation_problems(file, root_node, exc)) from None
     except RecursionError:
         raise ScenarioError([Problem(file, 1, 1, "", "the values are nested too deeply")]) from None
+
+
+def _warn_old_fault_keys(file: str, root_node: Any, data: Any) -> None:
+    """A 0.1 fault key (``corrupt_frame``) warns naming its place and its new name, then reads
+    as the new name (renamed in ``data``, so the model does not warn again without a place)."""
+    from openprogram_testing.base import deprecated
+    from openprogram_testing.transport.faults import FAULT_KINDS
+
+    cassette = data.get("cassette") if isinstance(data, dict) else None
+    faults = cassette.get("faults") if isinstance(cassette, dict) else None
+    if not isinstance(faults, list):
+        return
+    for k, entry in enumerate(faults):
+        for kind in FAULT_KINDS.values():
+            if not isinstance(entry, dict) or kind.old_key not in entry or kind.name in entry:
+                continue
+            [problem] = positioned(file, root_node, [(("cassette", "faults", k, kind.old_key), "")])
+            where = f"{file}:{problem.line}"
+            deprecated.warn(f"the fault key {kind.old_key}:", f"{kind.name}:", 2, where=where)
+            faults[k] = {kind.name if key == kind.old_key else key: v for key, v in entry.items()}
 
 
 def _kind(node: Any) -> str:

@@ -27,6 +27,7 @@ from openprogram_testing.core.spans import span_tree_entries
 
 from .events import parse_event_token
 from .expect_models import Strict, TrajectoryExpect, UsageExpect
+from .fault_defs import FaultDef
 
 SCHEMA_VERSION = 1
 
@@ -277,51 +278,6 @@ class TurnDef(Strict):
 # -- cassettes --------------------------------------------------------------------------------
 
 
-class Mutation(Strict):
-    """A frame-addressed fault applied to the recorded SSE bodies at playback: exactly one
-    kind key; ``interaction`` (0-based) limits it to one recorded response (default: all)."""
-
-    truncate_after: int | None = Field(default=None, ge=0)
-    drop_terminal: bool | None = None
-    corrupt_frame: int | None = Field(default=None, ge=0)
-    garble_tool_arguments: int | None = Field(default=None, ge=0)
-    http_error: int | None = Field(default=None, ge=400, le=599)
-    headers: dict[str, str] | None = None
-    inject_error: int | None = Field(default=None, ge=0)
-    stall: float | None = Field(default=None, ge=0)
-    after_frame: int | None = Field(default=None, ge=0)
-    rechunk: list[int] | int | None = None
-    interaction: int | None = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Mutation:
-        kinds = [
-            n
-            for n in (
-                "truncate_after",
-                "drop_terminal",
-                "corrupt_frame",
-                "garble_tool_arguments",
-                "http_error",
-                "inject_error",
-                "stall",
-                "rechunk",
-            )
-            if getattr(self, n) is not None
-        ]
-        if len(kinds) != 1:
-            raise ValueError(
-                "a mutation has exactly one of truncate_after, drop_terminal, corrupt_frame, "
-                "garble_tool_arguments, http_error, inject_error, stall, rechunk"
-                + (f" (got {', '.join(kinds)})" if kinds else "")
-            )
-        if self.headers is not None and self.http_error is None:
-            raise ValueError("'headers' belongs to 'http_error'")
-        if self.after_frame is not None and self.stall is None:
-            raise ValueError("'after_frame' belongs to 'stall'")
-        return self
-
-
 class CassetteRef(Strict):
     """Replay a recorded cassette through a real adapter instead of a model script.  ``path`` is
     relative to the scenario file and must stay inside the scenario's root (see
@@ -334,7 +290,7 @@ class CassetteRef(Strict):
 
     path: str = Field(min_length=1)
     api: WireAPI
-    faults: list[Mutation] = Field(default_factory=list)
+    faults: list[FaultDef] = Field(default_factory=list)
     match_body: bool = True
     ignore_paths: list[str] = Field(default_factory=list)
     allow_unplayed: bool = False
@@ -689,3 +645,12 @@ MODEL_NAMES = {
     "UserLineDef": "a mapping {say, expect}",
 }
 """Model names pydantic uses as union-branch tags, and how a message names them."""
+
+
+def __getattr__(name: str) -> Any:
+    if name != "Mutation":  # 0.1's name of FaultDef, kept until 0.3
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from openprogram_testing.base import deprecated
+
+    deprecated.warn("scenarios.Mutation", "scenarios.FaultDef", deprecated.caller_stacklevel())
+    return FaultDef

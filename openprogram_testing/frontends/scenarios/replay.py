@@ -17,7 +17,7 @@ from urllib.parse import unquote
 from openprogram.providers.apis import PROVIDER_APIS
 from openprogram.providers.wire import WireAPI
 
-from .model import Mutation
+from .fault_defs import FaultDef
 
 ADAPTERS: dict[str, tuple[str, str]] = {a.name: (a.module_path, a.adapter) for a in PROVIDER_APIS}
 """Where each API's adapter lives (module, class), read from the table of provider APIs."""
@@ -116,30 +116,12 @@ def cassette_adapter(api: WireAPI, path: Path, default_model: str) -> tuple[Any,
     return replay_provider(api, base_url, uri), model, len(interactions)
 
 
-def build_mutation(m: Mutation) -> Any:
+def build_mutation(m: FaultDef) -> Any:
     """The ``faults`` mutation one ``cassette.faults`` entry describes."""
-    from openprogram_testing.transport import faults
-
-    if m.truncate_after is not None:
-        return faults.TruncateAfter(m.truncate_after)
-    if m.drop_terminal:
-        return faults.DropTerminal()
-    if m.corrupt_frame is not None:
-        return faults.CorruptFrame(m.corrupt_frame)
-    if m.garble_tool_arguments is not None:
-        return faults.GarbleToolArguments(m.garble_tool_arguments)
-    if m.http_error is not None:
-        return faults.HttpError(m.http_error, headers=m.headers)
-    if m.inject_error is not None:
-        return faults.InjectError(m.inject_error)
-    if m.stall is not None:
-        return faults.Stall(m.stall, after_frame=m.after_frame or 0)
-    if isinstance(m.rechunk, list):
-        return faults.Rechunk(sizes=m.rechunk)
-    return faults.Rechunk(seed=m.rechunk)
+    return m.build()
 
 
-def mutations_for(faults: list[Mutation], count: int) -> Any:
+def mutations_for(faults: list[FaultDef], count: int) -> Any:
     """Global mutations as a list; with any interaction-addressed one, a dict per interaction
     (every interaction gets the global ones, then its own)."""
     shared = [build_mutation(m) for m in faults if m.interaction is None]

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from openprogram_testing.base.recording import HttpExchange, announce_exchange, exchanges_wanted
 from openprogram_testing.transport.faults import (
+    FAULT_KINDS,
     FaultError,
     MutableResponse,
     Mutation,
@@ -625,11 +626,8 @@ def _check_mutations(mutations: MutationSpec) -> MutationSpec:
         items = list(mutations)
     for mutation in items:
         if not isinstance(mutation, Mutation):
-            raise CassetteError(
-                f"{mutation!r} is not a fault mutation; use openprogram_testing.transport.faults "
-                "(TruncateAfter, DropTerminal, CorruptFrame, GarbleToolArguments, HttpError, "
-                "InjectError, Stall, Rechunk)"
-            )
+            kinds = ", ".join(f"Fault.{name}" for name in FAULT_KINDS)
+            raise CassetteError(f"{mutation!r} is not a fault mutation; build one with {kinds}")
     return mutations if isinstance(mutations, Mapping) else list(items)
 
 

@@ -23,14 +23,14 @@ from typing import Any, Literal
 from openprogram.providers.apis import PROVIDER_APIS
 from openprogram.types import TextContent, ThinkingContent, Usage
 from openprogram_testing.transport.faults import (
-    CorruptCrc,
-    CorruptFrame,
+    CrcMismatch,
     DropTerminal,
     FaultError,
     GarbleToolArguments,
     HttpError,
     InjectError,
     Latency,
+    MalformedFrame,
     MutableResponse,
     Mutation,
     Stall,
@@ -295,7 +295,7 @@ def _json_faults(plan: Plan, faults: tuple[Mutation, ...]) -> Plan:
             plan.disconnect_after = 0
         elif isinstance(f, TruncateAfter) and f.n == 0:
             plan.body = plan.body[: len(plan.body) // 2]
-        elif isinstance(f, CorruptFrame) and f.n == 0:
+        elif isinstance(f, MalformedFrame) and f.n == 0:
             plan.body = plan.body[: max(1, len(plan.body) // 2)]
         elif isinstance(f, Stall | Latency):  # served before the body: it bites in time
             continue
@@ -323,15 +323,15 @@ def stream_plan(
         if len(kept) == len(units):
             raise FaultError(f"DropTerminal(): the {wire.api} stream has no terminal frame to drop")
         units = kept
-    corrupt = {f.n for f in faults if isinstance(f, CorruptFrame)}
-    bad_crc = {f.n for f in faults if isinstance(f, CorruptCrc)}
+    corrupt = {f.n for f in faults if isinstance(f, MalformedFrame)}
+    bad_crc = {f.n for f in faults if isinstance(f, CrcMismatch)}
     if bad_crc and not isinstance(wire.framing, EventStream):
-        crc = next(f for f in faults if isinstance(f, CorruptCrc))
+        crc = next(f for f in faults if isinstance(f, CrcMismatch))
         raise FaultError(f"{crc!r}: {wire.api} streams are SSE: only event-stream frames have CRCs")
     for f in faults:  # a frame that is not there: the fault would change nothing
         top = len(units) if isinstance(f, TruncateAfter | InjectError | Stall) else len(units) - 1
         index = getattr(f, "after_frame", getattr(f, "n", 0))
-        if isinstance(f, TruncateAfter | CorruptFrame | CorruptCrc | InjectError | Stall) and (
+        if isinstance(f, TruncateAfter | MalformedFrame | CrcMismatch | InjectError | Stall) and (
             index > top
         ):
             raise FaultError(

@@ -6,7 +6,7 @@ answered and the headers sent with it, so a test checks the retry behaviour of *
 (an SDK's own retries, a framework's, a hand-written backoff) without subclassing the emulator
 or patching ``sleep``:
 
-    provider_emulator.add(Fault.status(429, headers={"retry-after": "0.2"}), "ok")
+    provider_emulator.add(Fault.http_error(429, headers={"retry-after": "0.2"}), "ok")
     ...  # the client under test makes its call, retrying as it sees fit
     assert_retries(provider_emulator, attempts=2, min_gap_s=0.2)
 """

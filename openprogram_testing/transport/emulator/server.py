@@ -198,7 +198,7 @@ class ProviderEmulator:
     # -- script management ----------------------------------------------------------------
     def add(self, *turns: TurnLike | Mutation, faults: Sequence[Mutation] = ()) -> ProviderEmulator:
         """Append turns; ``faults`` apply to each of them.  A fault given as a turn is a
-        request slot answered by that fault alone (``add(Fault.status(429), "hi")``)."""
+        request slot answered by that fault alone (``add(Fault.http_error(429), "hi")``)."""
         faults = tuple(faults)
         for f in faults:
             _check_fault(f)
@@ -222,7 +222,8 @@ class ProviderEmulator:
         )
         if t is None and not alone:
             raise ValueError(
-                "a Fault alone can answer a request only if it is a status or disconnect fault"
+                "a Fault alone can answer a request only if it is Fault.http_error(...) or "
+                "Fault.truncate_after(..., disconnect=True)"
             )
         self._slots.append(Slot(t, faults))
 
@@ -516,7 +517,7 @@ def _check_fault(fault: object) -> None:
     if isinstance(fault, Rechunk):
         raise TypeError("Rechunk shapes recorded bodies; the emulator writes one frame per flush")
     if isinstance(fault, HttpError):
-        Fault.status(fault.status)
+        Fault.http_error(fault.status)
     for name in ("n", "after_frame", "i"):
         value = getattr(fault, name, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
