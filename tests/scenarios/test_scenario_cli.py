@@ -358,7 +358,7 @@ def test_emulator_serves_a_cassette_scenario_with_its_faults(
 
     import openai
 
-    from openprogram_testing import emulator as emulator_module
+    from openprogram_testing.frontends.cli import emulator as emulator_module
 
     source = _cassette_scenario(
         tmp_path, '    - {http_error: 429, headers: {retry-after: "7"}, interaction: 0}\n'
