@@ -126,6 +126,8 @@ def test_a_0_1_cassette_scenario_fails_at_tool_choice_naming_the_option(tmp_path
 def test_the_0_1_fault_record_names_the_constructors() -> None:
     from openprogram_testing import Fault, HttpError
 
-    with pytest.raises(TypeError, match=r"namespace of constructors since 0.2.0.*Fault\.status"):
+    with pytest.raises(
+        TypeError, match=r"namespace of constructors since 0.2.0.*Fault\.http_error"
+    ):
         Fault(kind="status", status_code=429)  # type: ignore[call-arg]
     assert Fault.http_error(429) == HttpError(429, headers={})  # what the message says to write
