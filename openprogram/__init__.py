@@ -5,6 +5,7 @@ their results fed back; a text-only message finishes the run.  See ``openprogram
 """
 
 from ._sync import run_sync
+from ._version import __version__
 from .approvals import ApprovalDecision, ApprovalGate, ApprovalRequest, Approve, Deny, Modify
 from .cancel import CancelledRun, CancelToken
 from .events import (
@@ -53,8 +54,6 @@ from .types import (
     Usage,
     UserMessage,
 )
-
-__version__ = "0.2.0"
 
 __all__ = [
     "MAX_INNER_ITERATIONS",

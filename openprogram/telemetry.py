@@ -44,6 +44,7 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -137,8 +138,6 @@ def _tracer() -> Any:
     if cached is not None and cached[0] is provider:
         return cached[1]
     from opentelemetry.trace import NoOpTracer
-
-    from . import __version__
 
     tracer = provider.get_tracer("openprogram", __version__)
     if isinstance(tracer, NoOpTracer):  # the API's no-op provider: decided once, not per run

@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
+from openprogram.providers.apis import api_named
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 ONE_ARGUMENT: Any = object()
@@ -74,8 +76,6 @@ def record_provider(provider: str, api: str, recordable: Collection[str]) -> str
     recordable API, or an ``--api`` that says otherwise, is the command's usage error saying
     what to write."""
     import typer
-
-    from openprogram.providers.apis import api_named
 
     named = api_named(provider)
     if named is None or named.name not in recordable:

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from openprogram.texts import rejoined, whole_text
+
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """A file larger than this is refused before it is read."""
 
@@ -277,7 +279,6 @@ def _whole(value: str, mark: Any, lone_surrogates: LoneSurrogates) -> str:
     """``value`` with escaped surrogate pairs joined (``json.dumps`` writes an emoji as
     ``"\\ud83d\\ude00"``, which YAML reads as two halves); a lone ``"\\ud800"`` makes a string
     no file or terminal can hold: refuse it here (or replace it, see ``LoneSurrogates``)."""
-    from openprogram.texts import rejoined, whole_text
 
     value = rejoined(value)
     if lone_surrogates == "replace":

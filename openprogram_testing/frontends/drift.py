@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from openprogram import run_sync
+from openprogram.providers.base import Context, StreamOptions
 from openprogram.texts import clip
-from openprogram_testing.transport.cassettes.files import recorded_body_text
+from openprogram_testing.frontends.scenarios.replay import cassette_adapter
+from openprogram_testing.transport.cassettes.errors import CassetteError
+from openprogram_testing.transport.cassettes.files import load_interactions, recorded_body_text
+from openprogram_testing.transport.cassettes.session import use_cassette
+from openprogram_testing.transport.wire import BedrockInvoke, route
+from openprogram_testing.transport.wire.base import loads_or_none
 
 
 class RecordingUnreadable(ValueError):
@@ -70,11 +77,6 @@ class Drift:
 
 def answers(path: str | Path) -> list[Answer]:
     """What the model answered in each interaction of the cassette at ``path``."""
-    from openprogram_testing.frontends.scenarios.replay import cassette_adapter
-    from openprogram_testing.transport.cassettes.errors import CassetteError
-    from openprogram_testing.transport.cassettes.files import load_interactions
-    from openprogram_testing.transport.wire import BedrockInvoke, route
-    from openprogram_testing.transport.wire.base import loads_or_none
 
     path = Path(path)
     try:
@@ -98,14 +100,11 @@ def answers(path: str | Path) -> list[Answer]:
             requests.append(found.wire.parse(body) if isinstance(body, dict) else None)
         except Exception:
             requests.append(None)
-    from openprogram import run_sync
 
     return run_sync(lambda: _replay(path, adapter, model, requests))
 
 
 async def _replay(path: Path, adapter: Any, model: str, requests: list[Any]) -> list[Answer]:
-    from openprogram_testing.transport.cassettes.errors import CassetteError
-    from openprogram_testing.transport.cassettes.session import use_cassette
 
     out: list[Answer] = []
     try:
@@ -117,7 +116,6 @@ async def _replay(path: Path, adapter: Any, model: str, requests: list[Any]) -> 
 
 
 async def _each(adapter: Any, model: str, requests: list[Any], out: list[Answer]) -> None:
-    from openprogram.providers.base import Context, StreamOptions
 
     for parsed in requests:
         if parsed is None:

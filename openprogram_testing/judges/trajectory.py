@@ -41,6 +41,7 @@ from openprogram_testing.core.matchers import (
 )
 from openprogram_testing.core.render import lane_text, timeline_text
 from openprogram_testing.core.trace import LoopTrace
+from openprogram_testing.core.tree import TraceTree
 
 if TYPE_CHECKING:
     from openprogram_testing.core.tree import TraceTree
@@ -86,7 +87,6 @@ def made_calls(
 ) -> list[MadeCall]:
     """The tool calls of a trace, or of a tree's run at ``run``; with ``nested=True`` the calls
     of the runs nested in it too, each right after the call that started its run."""
-    from openprogram_testing.core.tree import TraceTree
 
     if isinstance(subject, LoopTrace):
         if run:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram_testing.core.render import lane_text, timeline_text
 from openprogram_testing.core.trace import LoopTrace
+from openprogram_testing.core.tree import TraceTree
 
 if TYPE_CHECKING:
     from openprogram_testing.core.tree import TraceTree
@@ -136,7 +137,6 @@ def usage_of(
 ) -> UsageTotals:
     """The usage of a run, or of a ``TraceTree``: every run in it by default (what the agent
     cost), the run at ``run`` and those nested in it, or with ``nested=False`` that run alone."""
-    from openprogram_testing.core.tree import TraceTree
 
     if isinstance(subject, LoopTrace):
         if run:

@@ -29,6 +29,7 @@ from openprogram_testing.transport.wire.bedrock import bedrock_error
 from openprogram_testing.transport.wire.gemini import gemini_error
 from openprogram_testing.transport.wire.openai_chat import GARBLE_PREFIX
 from openprogram_testing.transport.wire.sse import (
+    corrupt_frame,
     frame_data,
     frame_event,
     is_sse,
@@ -180,7 +181,6 @@ class MalformedFrame(Mutation):
     n: int
 
     def apply(self, response: MutableResponse) -> None:
-        from openprogram_testing.transport.wire.sse import corrupt_frame
 
         frames = response.frames(self)
         _check_frame(self, self.n, frames, allow_end=False)

@@ -106,31 +106,32 @@ def _imported_names(node: ast.AST, module: str, is_package: bool) -> set[str]:
     return {target, *(f"{target}.{a.name}" for a in node.names)}
 
 
-def _top_level_imports(path: Path, module: str) -> set[str]:
-    """Modules imported when ``module`` is imported (module level, not under TYPE_CHECKING)."""
+def _runtime_imports(path: Path, module: str) -> set[str]:
+    """Modules ``module`` imports when it runs: at module level and inside functions (a
+    function-level import is still a dependency, only a later one), not under ``TYPE_CHECKING``
+    (those never run)."""
     is_package = path.name == "__init__.py"
     out: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        out |= _imported_names(node, module, is_package)
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            out.update(_imported_names(child, module, is_package))
+            walk(child)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")))
     return out
 
 
-def test_no_import_cycles() -> None:
-    files = {_module_name(f): f for pkg in PACKAGES for f in (ROOT / pkg).rglob("*.py")}
-    graph = {
-        m: {t for t in _top_level_imports(f, m) if t in files and t != m} for m, f in files.items()
-    }
-    # a package's __init__ importing its own submodules is how packages work, not a cycle
-    for m in graph:
-        graph[m] = {t for t in graph[m] if not t.startswith(m + ".")}
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles of ``graph`` (module -> modules it imports), each as the path that closes it."""
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 
     def visit(m: str, path: list[str]) -> None:
         state[m] = 1
-        for t in sorted(graph[m]):
+        for t in sorted(graph.get(m, ())):
             if state.get(t) == 1:
                 cycles.append([*path[path.index(t) :], t] if t in path else [m, t])
             elif t not in state:
@@ -140,7 +141,118 @@ def test_no_import_cycles() -> None:
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
-    assert cycles == []
+    return cycles
+
+
+def _project_graph() -> dict[str, set[str]]:
+    files = {_module_name(f): f for pkg in PACKAGES for f in (ROOT / pkg).rglob("*.py")}
+    graph = {
+        m: {t for t in _runtime_imports(f, m) if t in files and t != m} for m, f in files.items()
+    }
+    # a package's __init__ importing its own submodules is how packages work, not a cycle
+    return {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles(_project_graph()) == []
+
+
+def test_the_cycle_check_finds_a_planted_cycle(tmp_path: Path) -> None:
+    """A cycle hidden in a function-level import is found; one under ``TYPE_CHECKING`` is not
+    (it never runs)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from pkg.b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from .c import g\n    return g\n")
+    (pkg / "c.py").write_text("def g():\n    from pkg import a\n    return a\n")
+    (pkg / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import f\n"
+    )
+    (pkg / "e.py").write_text("import pkg.d\n")
+    graph = {
+        f"pkg.{n}": {t for t in _runtime_imports(pkg / f"{n}.py", f"pkg.{n}") if t[4:5] in "abcde"}
+        for n in "abcde"
+    }
+    graph = {m: {t for t in ts if t.count(".") == 1} for m, ts in graph.items()}
+    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
+    assert import_cycles({**graph, "pkg.c": set()}) == []
+
+
+# -- lazy boundaries ---------------------------------------------------------------------------
+# The only modules that import the project's own modules inside functions, each with its reason.
+# Anywhere else an import is at module level, where the cycle and layer checks see it at once.
+LAZY_BOUNDARIES: dict[str, str] = {
+    # start-up of the pytest plugin: collection must not pay for SDKs, vcrpy, pydantic, yaml,
+    # syrupy or the MCP extra; each fixture loads what it uses
+    "openprogram_testing/frontends/pytest/plugin.py": "pytest plugin start-up",
+    "openprogram_testing/frontends/report/pytest_plugin.py": "pytest plugin start-up",
+    "openprogram_testing/frontends/scenarios/collect.py": "pytest plugin start-up (pydantic)",
+    # start-up of the CLI: ``--help`` and each command load only what that command runs
+    "openprogram_testing/frontends/cli/main.py": "CLI start-up",
+    "openprogram_testing/frontends/cli/commands.py": "CLI start-up",
+    # syrupy (an optional dependency): only when a scenario asks for a snapshot
+    "openprogram_testing/frontends/scenarios/runner.py": "optional dependency (syrupy)",
+    # pydantic (the scenario models): only when a generated example is exported as a scenario,
+    # not whenever hypothesis strategies are imported
+    "openprogram_testing/frontends/strategies/export.py": "pydantic only on export",
+    # the mcp extra: the fake servers load without it; connecting needs it
+    "openprogram_testing/transport/mcp/fake.py": "optional dependency (mcp extra)",
+}
+
+
+def function_level_imports(path: Path, module: str) -> list[str]:
+    """``line: import`` for each import of the project's own modules inside a function of
+    ``path`` (not under ``TYPE_CHECKING``)."""
+    is_package = path.name == "__init__.py"
+    found: list[str] = []
+
+    def walk(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            names = _imported_names(child, module, is_package) if in_function else set()
+            if any(n.split(".")[0] in PACKAGES for n in names):
+                found.append(f"{child.lineno}: {ast.unparse(child)}")
+            inner = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            walk(child, in_function or inner)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def test_function_level_imports_only_at_lazy_boundaries() -> None:
+    offenders = [
+        f"{rel}:{hit}"
+        for pkg in PACKAGES
+        for f in sorted((ROOT / pkg).rglob("*.py"))
+        if (rel := f.relative_to(ROOT).as_posix()) not in LAZY_BOUNDARIES
+        for hit in function_level_imports(f, _module_name(f))
+    ]
+    assert offenders == [], "import these at module level (or document a lazy boundary)"
+
+
+def test_every_lazy_boundary_exists_and_is_documented() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [rel for rel in LAZY_BOUNDARIES if not (ROOT / rel).is_file()]
+    undocumented = [rel for rel in LAZY_BOUNDARIES if rel.split("/", 1)[1] not in doc]
+    assert (missing, undocumented) == ([], [])
+
+
+def test_the_lazy_boundary_check_finds_a_function_level_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import json\n"
+        "if TYPE_CHECKING:\n"
+        "    from openprogram.types import Usage\n"
+        "def f():\n"
+        "    import json\n"
+        "    from openprogram_testing.core.trace import LoopTrace\n"
+        "    return LoopTrace\n"
+    )
+    assert function_level_imports(module, "m") == [
+        "7: from openprogram_testing.core.trace import LoopTrace"
+    ]
 
 
 API_TABLE = "openprogram/providers/apis.py"

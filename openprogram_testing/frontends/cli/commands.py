@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from openprogram.providers.apis import PROVIDER_APIS, ProviderAPI
@@ -47,21 +46,8 @@ from openprogram_testing.frontends.scenarios.problems import ScenarioError
 from openprogram_testing.frontends.scenarios.runner import run_scenario
 from openprogram_testing.transport.cassettes.show import render_cassette
 
-app = typer.Typer(
-    name="openprogram-testing",
-    help="Run, validate and inspect OpenProgram loop scenarios.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class UsageProblem(Exception):
-    """Bad command-line input: printed as ``error: …``, exit code 2."""
-
+from .app import UsageProblem, app, err, out
+from .shards import empty_shard, select
 
 # -- discovery --------------------------------------------------------------------------------
 
@@ -247,8 +233,6 @@ def run(
         raise UsageProblem("-n needs pytest-xdist: pip install pytest-xdist")
     chosen, suite_roots = None, None
     if shard is not None:
-        from .shards import empty_shard, select
-
         chosen = select(files, shard)
         suite_roots = Selection.of(files).roots()
         files = chosen.files

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # importing these registers their commands on the app: scaffold and diff, report merge
     from . import commands, recording_commands, shards  # noqa: F401
-    from .commands import UsageProblem, app, err
+    from .app import UsageProblem, app, err
 
     commands.OWN_PROCESS = argv is None  # the shell's command line, not an in-process call
 
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 def __getattr__(name: str) -> object:
     """``frontends.cli.main.app``: the typer application, imported on first use."""
     if name == "app":
-        from . import recording_commands, shards  # noqa: F401  (register their commands)
-        from .commands import app
+        from . import commands, recording_commands, shards  # noqa: F401  (register them)
+        from .app import app
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,15 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from .commands import UsageProblem, app, out
+from openprogram_testing.frontends.drift import RecordingUnreadable, diff_recordings
+from openprogram_testing.frontends.scenarios.scaffold import (
+    ScaffoldError,
+    scaffold_cassette,
+    scaffold_target,
+)
+from openprogram_testing.frontends.scenarios.scaffold_record import scaffold_record
+
+from .app import UsageProblem, app, out
 
 
 @app.command()
@@ -38,12 +46,6 @@ def scaffold(
 ) -> None:
     """Write a scenario that replays CASSETTE (a recording, or a run of an HTML report or of a
     run record JSON file) and expects what the recorded run did."""
-    from openprogram_testing.frontends.scenarios.scaffold import (
-        ScaffoldError,
-        scaffold_cassette,
-        scaffold_target,
-    )
-    from openprogram_testing.frontends.scenarios.scaffold_record import scaffold_record
 
     try:  # before anything is read: a refused target leaves nothing behind
         scaffold_target(out_file, cassette, force=force)
@@ -82,7 +84,6 @@ def diff(
 ) -> int:
     """What the model did differently in NEW than in OLD, interaction by interaction.  Exit 1
     when tools, arguments, stop reasons or errors changed (with --strict: anything), else 0."""
-    from openprogram_testing.frontends.drift import RecordingUnreadable, diff_recordings
 
     try:
         drift = diff_recordings(old, new)

@@ -23,7 +23,21 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from .commands import UsageProblem, app, out
+from openprogram_testing.base.paths import OutsideProject, writable_target
+from openprogram_testing.frontends.report.merge import (
+    MAX_SHARDS,
+    Records,
+    RecordsError,
+    Shard,
+    below_threshold,
+    failing,
+    read_records,
+    shard_count_problem,
+    write_merged_html,
+)
+from openprogram_testing.frontends.report.merge import merge as merge_records
+
+from .app import UsageProblem, app, out
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +60,6 @@ class ShardSelection:
 def parse_shard(spec: str) -> tuple[int, int]:
     """``"2/4"`` → ``(2, 4)``; anything else, or more than ``MAX_SHARDS`` shards, is a
     ``UsageProblem``."""
-    from openprogram_testing.frontends.report.merge import MAX_SHARDS, shard_count_problem
 
     index_text, slash, count_text = spec.strip().partition("/")
     try:
@@ -85,8 +98,6 @@ def select(files: Sequence[Path], spec: str) -> ShardSelection:
 def empty_shard(chosen: ShardSelection, records: Path | None) -> None:
     """A shard that got no file (more shards than files): it says so and writes empty
     records, so the merge still sees every shard."""
-    from openprogram_testing.base.paths import OutsideProject, writable_target
-    from openprogram_testing.frontends.report.merge import Records, Shard
 
     out.print(f"shard {chosen.index}/{chosen.count}: none of the {chosen.total} scenario files")
     if records is not None:
@@ -126,15 +137,6 @@ def merge(
 ) -> None:
     """Merge the shards' run records into one report; exit 1 if a test failed or the merged
     coverage is below --coverage-fail-under."""
-    from openprogram_testing.base.paths import OutsideProject, writable_target
-    from openprogram_testing.frontends.report.merge import (
-        RecordsError,
-        below_threshold,
-        failing,
-        read_records,
-        write_merged_html,
-    )
-    from openprogram_testing.frontends.report.merge import merge as merge_records
 
     for target, what in ((html, "the HTML report"), (records, "the run records")):
         if target is not None:

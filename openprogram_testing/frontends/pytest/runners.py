@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from openprogram import Runtime
 from openprogram_testing.core.trace import LoopTrace, run_loop, run_loop_sync
 from openprogram_testing.core.tree import Subject, TraceTree, run_exec, run_exec_sync
 from openprogram_testing.judges.invariants import check_invariants
@@ -150,8 +151,6 @@ class ExecRunner(_Runner[TraceTree]):
     def runtime(self) -> Runtime:
         """The default ``Runtime`` (over the test's ``scripted_provider``)."""
         if self._runtime is None:
-            from openprogram import Runtime
-
             self._runtime = Runtime(self._fixture("scripted_provider"), "test-model")
         return self._runtime
 

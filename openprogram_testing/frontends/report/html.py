@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.texts import whole_text
+from openprogram_testing.judges.usage import UsageError, UsageTotals, format_cost
 
 from .coverage import Coverage
 
@@ -77,7 +78,6 @@ def failures_first(tests: Sequence[TestEntry]) -> list[int]:
 def usage_summary(runs: Sequence[Mapping[str, Any]], prices: Any = None) -> dict[str, Any]:
     """One test's usage over its runs and their nested lanes: ``tokens`` (input, output, cache
     read, cache write), ``model_calls``, ``cost`` (with prices) or ``error`` (why not)."""
-    from openprogram_testing.judges.usage import UsageError, UsageTotals, format_cost
 
     total = UsageTotals()
     stack = list(runs)

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openprogram.texts import whole_values
+
 from .coverage import Coverage
-from .html import FAILING, OUTCOMES
+from .html import FAILING, OUTCOMES, write_html
 
 KIND = "openprogram-run-records"
 VERSION = 1
@@ -95,7 +97,6 @@ class Records:
 
     def write(self, path: str | Path) -> Path:
         """Write the records as JSON (parent folders created); returns the path."""
-        from openprogram.texts import whole_values
 
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -282,7 +283,6 @@ def failing(tests: Iterable[Mapping[str, Any]]) -> int:
 
 def write_merged_html(path: str | Path, merged: Merged, *, title: str) -> Path:
     """The merged report page, drawn by ``html.write_html`` like a session's."""
-    from .html import write_html
 
     return write_html(path, merged.records.tests, coverage=merged.coverage, title=title)
 

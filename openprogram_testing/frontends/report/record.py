@@ -24,6 +24,9 @@ from openprogram.types import (
 )
 from openprogram_testing.base.recording import NESTED_RUN, shown_notes
 from openprogram_testing.core.rounds import Round, child_traces, split_rounds
+from openprogram_testing.judges.usage import UsageError, trace_usage
+from openprogram_testing.transport.cassettes.files import decoded_body
+from openprogram_testing.transport.cassettes.redaction import REDACTED, Redactor
 
 from .behaviours import exhibited
 
@@ -229,7 +232,6 @@ def trace_record(trace: LoopTrace | TraceTree, *, label: str = "run") -> dict[st
 
 def _usage(trace: LoopTrace) -> dict[str, Any]:
     """This run's usage (its nested runs have their own), or why it cannot be summed."""
-    from openprogram_testing.judges.usage import UsageError, trace_usage
 
     try:
         return trace_usage(trace).to_dict()
@@ -333,7 +335,6 @@ def http_records(exchanges: Sequence[HttpExchange]) -> list[dict[str, Any]]:
     secret value seen anywhere in them): ``source``, ``index``, ``method``, ``url``, ``at_ms``
     (since the first), ``request`` and ``response`` (``headers``, ``body``; the response's
     ``status``, ``None`` for a dropped connection)."""
-    from openprogram_testing.transport.cassettes.redaction import Redactor
 
     ordered = sorted(exchanges, key=lambda x: x.at)
     redactor = Redactor()
@@ -365,7 +366,6 @@ def http_records(exchanges: Sequence[HttpExchange]) -> list[dict[str, Any]]:
 
 def _headers(redactor: Redactor, headers: Mapping[str, Any]) -> dict[str, str]:
     """Headers as ``name: value`` text; a credential's value is ``REDACTED``, never shown."""
-    from openprogram_testing.transport.cassettes.redaction import REDACTED
 
     kept = redactor.headers(headers)
     return {
@@ -375,7 +375,6 @@ def _headers(redactor: Redactor, headers: Mapping[str, Any]) -> dict[str, str]:
 
 def _body(redactor: Redactor, body: Any, headers: Mapping[str, Any]) -> str:
     """A body as redacted text: JSON pretty-printed, binary framing named, not dumped."""
-    from openprogram_testing.transport.cassettes.files import decoded_body
 
     if body is None or body in (b"", ""):
         return ""

@@ -22,6 +22,8 @@ from rich.text import Text
 from openprogram.texts import whole_text
 from openprogram_testing.frontends.scenarios.outcome import OutcomeFields
 
+from .pytest_plugin import PLUGIN_NAME
+
 
 @dataclass
 class Row:
@@ -57,7 +59,6 @@ class ScenarioReporter:
     session_report: Any = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .pytest_plugin import PLUGIN_NAME
 
         self.session_report = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
 

@@ -30,11 +30,21 @@ from typing import Any
 
 from openprogram.choices import CHOOSE_TOOL
 from openprogram.tool_search import TOOL_SEARCH
+from openprogram.tools import as_agent_tool
 from openprogram_testing.base.paths import PROJECT_MARKERS, project_root
+from openprogram_testing.core.steering import run_path
+from openprogram_testing.transport.cassettes.errors import CassetteError
+from openprogram_testing.transport.cassettes.files import load_interactions
+from openprogram_testing.transport.cassettes.session import recorded_response
+from openprogram_testing.transport.faults import FAULT_KINDS, FaultError, GarbleToolArguments
+from openprogram_testing.transport.scripted import ScriptedProvider
+from openprogram_testing.transport.wire import eventstream
+from openprogram_testing.transport.wire.sse import split_frames
 
 from .imports import ImportProblem, load_runtime, load_tools
 from .menus import Menus, describe, run_menus
 from .model import FunctionChoice, Scenario
+from .replay import adapter_problem
 
 Loc = tuple[str | int, ...]
 Found = list[tuple[Loc, str]]
@@ -69,7 +79,6 @@ def _check_imports(scenario: Scenario, roots: Sequence[Path], found: Found) -> s
         except ImportProblem as exc:
             found.append((("tools", i, "import"), str(exc)))
             continue
-        from openprogram.tools import as_agent_tool
 
         for obj in tools:
             name = as_agent_tool(obj).name
@@ -80,8 +89,6 @@ def _check_imports(scenario: Scenario, roots: Sequence[Path], found: Found) -> s
             names.add(name)
         scenario.imported_tools[i] = tools
     if scenario.runtime is not None:
-        from openprogram_testing.transport.scripted import ScriptedProvider
-
         try:
             load_runtime(scenario.runtime, ScriptedProvider(), roots)
         except ImportProblem as exc:
@@ -92,7 +99,6 @@ def _check_imports(scenario: Scenario, roots: Sequence[Path], found: Found) -> s
 def scenario_menus(scenario: Scenario) -> Menus:
     """The menu of every run the scenario can start (see ``menus``): its tools for the
     outermost run, and what the agentic tools offer their nested runs."""
-    from openprogram.tools import as_agent_tool
 
     outer: dict[str, Any] = {name: None for name in scenario.stub_tool_names()}
     for tools in scenario.imported_tools.values():
@@ -193,7 +199,6 @@ def _check_when_tools(
 ) -> None:
     """``steering[].when.tool`` names a tool its run offers (any run's, without ``run``): a
     condition on a tool nobody offers would never fire."""
-    from openprogram_testing.core.steering import run_path
 
     for i, entry in enumerate(scenario.steering):
         if entry.when is None:
@@ -215,7 +220,6 @@ def _check_when_tools(
 
 def _check_run_paths(scenario: Scenario, menus: Menus, found: Found) -> None:
     """``steering[].run`` and ``expect.runs`` name runs the scenario can start."""
-    from openprogram_testing.core.steering import run_path
 
     def problem(raw: str) -> str | None:
         path = run_path(raw)
@@ -335,17 +339,12 @@ def cassette_file(scenario: Scenario) -> tuple[Path | None, str | None]:
 def _frame_fields() -> list[tuple[str, bool]]:
     """The fault keys that address frames, each with whether it may point past the last frame
     (a count, ``0..n``) or not (an index, ``0..n-1``): read from the one table of kinds."""
-    from openprogram_testing.transport.faults import FAULT_KINDS
 
     fields = [(k.name, k.frames == "count") for k in FAULT_KINDS.values() if k.frames]
     return [*fields, ("after_frame", True)]
 
 
 def _check_cassette(scenario: Scenario, found: Found) -> None:
-    from openprogram_testing.transport.cassettes.errors import CassetteError
-    from openprogram_testing.transport.cassettes.files import load_interactions
-
-    from .replay import adapter_problem
 
     cassette = scenario.cassette
     assert cassette is not None
@@ -412,8 +411,6 @@ def _garble_problem(interaction: dict[str, Any], i: int) -> str | None:
     an API whose calls arrive whole, not a stream), found by applying the fault to a copy, as
     the replay will: the scenario is then refused at ``validate``, like a frame index past the
     end, rather than failing when it runs."""
-    from openprogram_testing.transport.cassettes.session import recorded_response
-    from openprogram_testing.transport.faults import FaultError, GarbleToolArguments
 
     uri = str((interaction.get("request") or {}).get("uri", ""))
     try:
@@ -427,8 +424,6 @@ def _garble_problem(interaction: dict[str, Any], i: int) -> str | None:
 
 
 def _frame_count(interaction: dict[str, Any]) -> int:
-    from openprogram_testing.transport.wire import eventstream
-    from openprogram_testing.transport.wire.sse import split_frames
 
     body: Any = (interaction.get("response") or {}).get("body")
     if isinstance(body, dict):

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from openprogram_testing.core.matchers import arguments_matcher
+
 ArgModeName = Literal["exact", "ignore", "subset"]
 
 
@@ -34,8 +36,6 @@ class TrajectoryCall(Strict):
     @model_validator(mode="after")
     def _matchers_compile(self) -> TrajectoryCall:
         if self.args is not None:
-            from openprogram_testing.core.matchers import arguments_matcher
-
             arguments_matcher(self.args)  # a bad or unknown $ operator is a load error, placed here
         return self
 

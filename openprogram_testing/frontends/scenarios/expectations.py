@@ -11,6 +11,17 @@ import threading
 import time
 from typing import Any
 
+from openprogram_testing.core.matchers import match_deadline
+from openprogram_testing.core.tree import TraceTree
+from openprogram_testing.judges.trajectory import trajectory_mismatch
+from openprogram_testing.judges.usage import (
+    Prices,
+    UsageError,
+    budget_problems,
+    over_budget_text,
+    usage_of,
+)
+
 from .events import event_tokens
 from .model import Expectations, Scenario, ToolResultExpect, compile_regex
 
@@ -52,7 +63,6 @@ def check_expectations(scenario: Scenario, ran: Any, *, deadline: float | None =
     judges its outermost run, ``expect.runs`` the nested runs by path).  Regexes are matched
     with the ``regex`` engine and stop at ``deadline`` (a ``time.monotonic()`` value; default:
     ``REGEX_TIME_LIMIT_S`` from now)."""
-    from openprogram_testing.core.tree import TraceTree
 
     if deadline is None:
         deadline = time.monotonic() + REGEX_TIME_LIMIT_S
@@ -154,8 +164,6 @@ def check_run(
 
 
 def _check_trajectory(spec: Any, trace: Any, where: str, deadline: float) -> list[str]:
-    from openprogram_testing.core.matchers import match_deadline
-    from openprogram_testing.judges.trajectory import trajectory_mismatch
 
     try:
         with match_deadline(deadline):  # every $regex of the trajectory, within the time left
@@ -166,13 +174,6 @@ def _check_trajectory(spec: Any, trace: Any, where: str, deadline: float) -> lis
 
 
 def _check_usage(spec: Any, trace: Any, where: str) -> list[str]:
-    from openprogram_testing.judges.usage import (
-        Prices,
-        UsageError,
-        budget_problems,
-        over_budget_text,
-        usage_of,
-    )
 
     table = spec.price_table()
     prices = Prices(table) if table is not None else None

@@ -36,6 +36,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from openprogram.functions import Function
+from openprogram.runtime import Runtime
+from openprogram.tools import as_agent_tool
+
 if TYPE_CHECKING:
     from openprogram.runtime import Runtime
 
@@ -176,7 +180,6 @@ def is_tool(obj: Any) -> bool:
 
 def load_tools(path: str, roots: Sequence[Path] = ()) -> list[Any]:
     """The tools an ``import:`` entry names, each checked the way the loop will use it."""
-    from openprogram.tools import as_agent_tool
 
     obj = resolve(path, roots)
     if not is_tool(obj) and not isinstance(obj, (list, tuple)) and is_factory(obj):
@@ -275,7 +278,6 @@ def _callable_as_runtime_factory(obj: Any) -> bool:
 
 def load_runtime(path: str, provider: Any, roots: Sequence[Path] = ()) -> Runtime:
     """The ``Runtime`` the factory ``path`` builds for ``provider``."""
-    from openprogram.runtime import Runtime
 
     factory = resolve(path, roots)
     if isinstance(factory, Runtime):
@@ -300,8 +302,6 @@ def with_runtime(tool: Any, runtime: Any) -> Any:
     """``tool`` as the loop sees it; an agentic function gets ``runtime`` for its nested runs
     (outside ``Runtime.exec`` nothing else would give it one)."""
     from dataclasses import replace
-
-    from openprogram.functions import Function
 
     if not isinstance(tool, Function) or not tool.wants_runtime or runtime is None:
         return tool

@@ -19,6 +19,9 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from openprogram.functions import Function
+from openprogram.tools import as_agent_tool
+
 RunPath = tuple[str, ...]
 Menus = dict[RunPath, "set[str] | None"]
 """The menu of every run the scenario can start, by tool path (``()``: the outermost run);
@@ -57,7 +60,6 @@ def _walk(path: RunPath, menu: dict[str, Any], stubs: dict[str, set[str]], menus
 
 
 def _is_agentic(tool: Any) -> bool:
-    from openprogram.functions import Function
 
     return isinstance(tool, Function) and tool.agentic and tool.wants_runtime
 
@@ -106,7 +108,6 @@ def _scope(fn: Any) -> dict[str, Any]:
 
 
 def _resolve(expr: ast.expr, scope: Mapping[str, Any]) -> dict[str, Any] | None:
-    from openprogram.tools import as_agent_tool
 
     items: list[Any]
     if isinstance(expr, (ast.List, ast.Tuple)):

@@ -23,7 +23,10 @@ from pydantic import (
 from openprogram.events import ApprovalOutcome
 from openprogram.providers.wire import WireAPI
 from openprogram.runs import SteeringMode
+from openprogram_testing.core.matchers import arguments_matcher
 from openprogram_testing.core.spans import span_tree_entries
+from openprogram_testing.transport.cassettes.errors import CassetteError
+from openprogram_testing.transport.cassettes.matching import JsonPath
 
 from .events import parse_event_token
 from .expect_models import Strict, TrajectoryExpect, UsageExpect
@@ -304,8 +307,6 @@ class CassetteRef(Strict):
     @field_validator("ignore_paths")
     @classmethod
     def _json_paths(cls, paths: list[str]) -> list[str]:
-        from openprogram_testing.transport.cassettes.errors import CassetteError
-        from openprogram_testing.transport.cassettes.matching import JsonPath
 
         for path in paths:
             try:
@@ -348,8 +349,6 @@ class WhenDef(Strict):
     @classmethod
     def _matchers(cls, args: dict[str, Any] | None) -> dict[str, Any] | None:
         if args is not None:
-            from openprogram_testing.core.matchers import arguments_matcher
-
             arguments_matcher(args)  # a bad pattern, tolerance or operator fails here, positioned
         return args
 

@@ -16,6 +16,7 @@ from urllib.parse import unquote
 
 from openprogram.providers.apis import PROVIDER_APIS
 from openprogram.providers.wire import WireAPI
+from openprogram_testing.transport.cassettes.files import load_interactions
 
 from .fault_defs import FaultDef
 
@@ -90,7 +91,6 @@ _MODEL_IN_PATH = {
 def cassette_adapter(api: WireAPI, path: Path, default_model: str) -> tuple[Any, str, int]:
     """The adapter aimed at the host the cassette was recorded against (so replay matches), the
     model named in the first recorded request, and the number of interactions."""
-    from openprogram_testing.transport.cassettes.files import load_interactions
 
     interactions = load_interactions(path)
     if not interactions:

@@ -27,7 +27,7 @@ from openprogram_testing.core.approvals import ApprovalScriptError, ScriptedRevi
 from openprogram_testing.core.dialogue import UserLine
 from openprogram_testing.core.spans import SpanCapture, span_tree_entries
 from openprogram_testing.core.steering import SteeringSchedule
-from openprogram_testing.core.trace import LoopTrace, run_loop
+from openprogram_testing.core.trace import LoopTrace, render_timeline, run_loop
 from openprogram_testing.core.tree import Subject, TraceTree, run_exec
 from openprogram_testing.judges import invariants
 from openprogram_testing.transport.cassettes.errors import CassetteError
@@ -95,8 +95,6 @@ class ScenarioResult:
             if ran is None:
                 self._timeline = ""
             else:
-                from openprogram_testing.core.trace import render_timeline
-
                 self._timeline = render_timeline(ran)
         return self._timeline
 
@@ -238,7 +236,7 @@ async def arun_scenario(
         failures.extend(_check_spans(scenario, capture))
     written = False
     if scenario.expect.snapshot:
-        from .snapshots import check_snapshot
+        from .snapshots import check_snapshot  # syrupy: only when a snapshot is asked for
 
         problem, written = check_snapshot(
             scenario, trace, snapshot=snapshot, update=update_snapshots, hint=snapshot_hint

@@ -27,8 +27,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from openprogram.texts import clip
+from openprogram.types import ToolResultMessage, UserMessage
+from openprogram_testing.base.paths import OutsideProject, writable_target
 from openprogram_testing.core.matchers import as_written
-from openprogram_testing.transport.cassettes.files import recorded_body_text
+from openprogram_testing.judges.usage import UsageError, usage_of
+from openprogram_testing.transport.cassettes.errors import CassetteError
+from openprogram_testing.transport.cassettes.files import load_interactions, recorded_body_text
+from openprogram_testing.transport.wire import BedrockInvoke, route
+from openprogram_testing.transport.wire.base import loads_or_none
+
+from .loader import parse_scenario
+from .problems import ScenarioError
+from .runner import run_scenario
 
 HEADER = (
     "# Scaffolded by `openprogram-testing scaffold` from {source}.\n"
@@ -53,10 +63,6 @@ class _Recorded:
 
 
 def _read(cassette: Path) -> _Recorded:
-    from openprogram_testing.transport.cassettes.errors import CassetteError
-    from openprogram_testing.transport.cassettes.files import load_interactions
-    from openprogram_testing.transport.wire import route
-    from openprogram_testing.transport.wire.base import loads_or_none
 
     try:
         interactions = load_interactions(cassette)
@@ -71,7 +77,6 @@ def _read(cassette: Path) -> _Recorded:
             f"the cassette's first request ({first.get('uri')!r}) is not one of the provider "
             "APIs the harness replays"
         )
-    from openprogram_testing.transport.wire import BedrockInvoke
 
     if isinstance(found.wire, BedrockInvoke):
         raise ScaffoldError(
@@ -187,7 +192,6 @@ def _resumes(histories: list[Any], n: int, run: RecordedRun, last: dict[int, Any
 def draft(recorded: _Recorded, cassette: str, agent: str | None) -> dict[str, Any]:
     """The scenario without expectations: prompts, tools with the recorded results, the
     cassette reference and the cap of the recorded run."""
-    from openprogram.types import ToolResultMessage, UserMessage
 
     first = recorded.requests[0]
     if first is None:
@@ -266,7 +270,6 @@ def expectations(trace: Any) -> dict[str, Any]:
     trajectory (strict, exact arguments; a call whose arguments were not JSON by name), which
     tool answered each call and whether it failed (not the text: real tools may word it
     differently each run), and the usage as budgets."""
-    from openprogram_testing.judges.usage import UsageError, usage_of
 
     expect: dict[str, Any] = {"termination": trace.termination, "model_calls": trace.model_calls}
     if trace.final_text:
@@ -435,7 +438,6 @@ def scaffold_target(out: str | Path, source: str | Path, *, force: bool = True) 
     a name the system cannot take, a directory, an existing file without ``force``, a link
     that leads out of the project (``paths.writable_target``), and ``source`` itself (the
     recording would be lost)."""
-    from openprogram_testing.base.paths import OutsideProject, writable_target
 
     out, source = Path(out), Path(source)
     try:
@@ -473,9 +475,6 @@ def run_draft(out: Path, text: str, root: Any, check: bool) -> Any:
     nothing is written) and run it; a file that would not validate, or (with ``check``) a run
     that does not pass, is a ``ScaffoldError``.  Shared by the cassette and the run-record
     scaffolds."""
-    from .loader import parse_scenario
-    from .problems import ScenarioError
-    from .runner import run_scenario
 
     try:
         scenario = parse_scenario(text, out, root=root)

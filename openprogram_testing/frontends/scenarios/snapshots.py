@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from openprogram_testing.base.paths import OutsideProject, confined, snapshot_root
 from openprogram_testing.core.render import snapshot_format_problem
 from openprogram_testing.judges.snapshot import TraceSnapshotExtension
 
@@ -74,7 +75,6 @@ def check_snapshot(
 ) -> tuple[str | None, bool]:
     """``(failure line or None, whether a snapshot was written)``.  ``snapshot`` is a syrupy
     assertion (under pytest); without one the extension is used directly."""
-    from openprogram_testing.base.paths import OutsideProject
 
     try:
         if snapshot is not None:
@@ -103,8 +103,6 @@ def _without_pytest(
     if stored == data:
         return None, False
     if update:
-        from openprogram_testing.base.paths import confined, snapshot_root
-
         confined(Path(location), snapshot_root(Path(location)), "the snapshot")
         Path(location).parent.mkdir(parents=True, exist_ok=True)
         extension.write_snapshot(snapshot_location=location, snapshots=[(data, site, 0)])
@@ -113,7 +111,6 @@ def _without_pytest(
 
 
 def _with_assertion(snapshot: Any, trace: Any, hint: str) -> tuple[str | None, bool]:
-    from openprogram_testing.base.paths import OutsideProject
 
     matched = snapshot == trace
     result = snapshot.executions[snapshot.num_executions - 1]

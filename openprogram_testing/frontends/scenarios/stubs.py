@@ -7,6 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from openprogram.runtime import Runtime
+from openprogram.tools import ToolResult, to_json_text
+from openprogram_testing.core.tree import run_exec
+
 from .model import AgenticDef, Outcome, Scenario, ToolDef, exception_type
 
 
@@ -37,7 +41,6 @@ def build_stub(
     runtime: Any = None,
 ) -> dict[str, Any]:
     """A dict-form tool whose ``execute`` plays the declared behaviour."""
-    from openprogram.tools import ToolResult, to_json_text
 
     outcomes: list[Outcome] = list(defn.sequence) if defn.sequence else [defn]
     count = 0
@@ -104,8 +107,6 @@ async def _run_nested(
         )
     if provider is None:
         raise RuntimeError("an agentic tool needs the scenario's provider")
-    from openprogram.runtime import Runtime
-    from openprogram_testing.core.tree import run_exec
 
     runtime = Runtime(provider, model=model)
     tree = await run_exec(  # traced, so the report shows the nested run under its tool call

@@ -19,11 +19,17 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hypothesis import strategies as st
 
+from openprogram import run_sync
 from openprogram.runs import STEERING_MODES, SteeringMode
 from openprogram.tools import AgentTool, as_agent_tool
+from openprogram_testing.core.trace import run_loop
+from openprogram_testing.core.tree import run_exec
+from openprogram_testing.judges.invariants import check_invariants
 from openprogram_testing.transport.scripted import Part, ScriptedProvider, ScriptedTurn
 
-from .model import GenSteering
+from .agent_export import report_agent_failure
+from .model import GeneratedScenario, GenSteering
+from .profiles import property_settings
 from .schema import (
     ALL_LABELS,
     CallLabel,
@@ -153,16 +159,12 @@ class AgentScenario:
         return [_wrap(as_agent_tool(tool), failures, self.raised) for tool in self.tools]
 
     def build_schedule(self) -> Any:
-        from .model import GeneratedScenario
 
         return GeneratedScenario(steering=self.steering).build_schedule()
 
     async def run(self) -> LoopTrace:
-        from openprogram_testing.core.trace import run_loop
 
         if self.runtime is not None:
-            from openprogram_testing.core.tree import run_exec
-
             runtime = self.runtime(self.build_provider())
             tree = await run_exec(
                 runtime, self.prompt, schedule=self.build_schedule(), tools=self.build_tools()
@@ -181,7 +183,6 @@ class AgentScenario:
         """``run()`` to completion; pass an ``asyncio.Runner`` to reuse one event loop."""
         if runner is not None:
             return runner.get_loop().run_until_complete(self.run())  # type: ignore[no-any-return]
-        from openprogram import run_sync
 
         return run_sync(self.run())
 
@@ -326,7 +327,6 @@ def check_agent_run(
 ) -> None:
     """The loop invariants, every labelled outcome, then each predicate (a predicate fails by
     raising or by returning a false value other than ``None``)."""
-    from openprogram_testing.judges.invariants import check_invariants
 
     check_invariants(trace)
     for nested in scenario.nested:
@@ -364,9 +364,6 @@ def check_agent(
     against the invariants too)."""
     from hypothesis import given
     from hypothesis import settings as Hsettings
-
-    from .agent_export import report_agent_failure
-    from .profiles import property_settings
 
     factory: Callable[[], Sequence[Any]] | None = tools if callable(tools) else None
     offered = tuple(factory() if factory is not None else tools)  # type: ignore[arg-type]

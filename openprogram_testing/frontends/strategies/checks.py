@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from openprogram.tools import SKIPPED_TEXT
+from openprogram_testing.judges.invariants import check_invariants
 
 if TYPE_CHECKING:
     from openprogram_testing.core.trace import LoopTrace
@@ -125,7 +126,6 @@ def check_rules(generated: GeneratedScenario, trace: LoopTrace) -> None:
 def check_run(generated: GeneratedScenario, trace: LoopTrace) -> None:
     """Everything the property suite checks on one run: the loop invariants
     (``check_invariants``), ``check_rules`` and ``check_outcome``."""
-    from openprogram_testing.judges.invariants import check_invariants
 
     check_invariants(trace)
     check_rules(generated, trace)

@@ -25,7 +25,7 @@ def to_scenario(
 ) -> Any:
     """The example as a ``openprogram_testing.scenarios.Scenario`` whose expectations are the
     reference model's predictions: it passes on a correct loop and fails where the run did."""
-    from ..scenarios import model as sc
+    from ..scenarios import model as sc  # pydantic: paid only when an example is exported
 
     exp = generated.expected_outcome()
     tools = []

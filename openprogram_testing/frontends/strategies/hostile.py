@@ -34,6 +34,10 @@ from openprogram.texts import (
     not_object_text,
     unserialisable_text,
 )
+from openprogram_testing.base.recording import add_trace_listener, remove_trace_listener
+from openprogram_testing.core.steering import SteeringSchedule
+from openprogram_testing.core.trace import run_loop
+from openprogram_testing.judges.invariants import check_invariants
 
 from .checks import OutcomeMismatch
 from .generate import exact_script, scenarios
@@ -118,7 +122,6 @@ class HostileScenario:
         return SourceFailure(f"source failed at poll {self.hostility.at}")
 
     def build_schedule(self) -> Any:
-        from openprogram_testing.core.steering import SteeringSchedule
 
         schedule = self.base.build_schedule() or SteeringSchedule()
         kind = self.hostility.kind
@@ -203,8 +206,6 @@ class HostileScenario:
     async def run(self) -> tuple[LoopTrace | None, BaseException | None]:
         """The trace (captured from the trace listeners, so a re-raised failure keeps it) and
         what the run raised."""
-        from openprogram_testing.base.recording import add_trace_listener, remove_trace_listener
-        from openprogram_testing.core.trace import run_loop
 
         self.strike.__init__()  # type: ignore[misc]  # a replayed example starts afresh
         traces: list[LoopTrace] = []
@@ -442,7 +443,6 @@ def check_hostile_run(
     scenario: HostileScenario, trace: LoopTrace | None, raised: BaseException | None
 ) -> None:
     """Every loop invariant, then the rules of the hostile paths (``hostile_problems``)."""
-    from openprogram_testing.judges.invariants import check_invariants
 
     if trace is not None:
         check_invariants(trace)

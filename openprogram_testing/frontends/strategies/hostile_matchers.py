@@ -18,6 +18,14 @@ from typing import Any, Literal, get_args
 
 from hypothesis import strategies as st
 
+from openprogram.types import AssistantMessage, TextContent, ToolCall, UserMessage
+from openprogram_testing.core.matchers import MatcherError, _shown
+from openprogram_testing.core.steering import SteeringSchedule
+from openprogram_testing.core.trace import LoopTrace
+from openprogram_testing.frontends.scenarios.expect_models import TrajectoryCall
+from openprogram_testing.frontends.scenarios.model import WhenDef
+from openprogram_testing.judges.trajectory import TrajectoryMismatch, assert_trajectory
+
 from .checks import OutcomeMismatch
 
 Kind = Literal[
@@ -65,7 +73,6 @@ class HostileExpectation:
         self.operator, self.passes, self.tool = operator, passes, tool
 
     def __repr__(self) -> str:
-        from openprogram_testing.core.matchers import _shown
 
         outcome = f"refused naming {self.operator!r}" if self.refused else "judged"
         return (
@@ -145,8 +152,6 @@ def hostile_expectations() -> st.SearchStrategy[HostileExpectation]:
 
 
 def _trace(case: HostileExpectation) -> Any:
-    from openprogram.types import AssistantMessage, TextContent, ToolCall, UserMessage
-    from openprogram_testing.core.trace import LoopTrace
 
     call = ToolCall(id="c0", name=case.tool, arguments=case.made)
     messages: list[Any] = [
@@ -160,8 +165,6 @@ def _trace(case: HostileExpectation) -> Any:
 def _readers(case: HostileExpectation) -> list[tuple[str, Any]]:
     """``(name, read)``: each place that reads expected arguments, as a call that raises what
     that place raises (a ``TrajectoryMismatch`` is a verdict, anything else an answer)."""
-    from openprogram_testing.core.steering import SteeringSchedule
-    from openprogram_testing.judges.trajectory import assert_trajectory
 
     trace = _trace(case)
     out: list[tuple[str, Any]] = []
@@ -179,9 +182,6 @@ def _readers(case: HostileExpectation) -> list[tuple[str, Any]]:
         ("SteeringSchedule.when", lambda: SteeringSchedule().when(case.tool, "m", args=case.args))
     )
     if case.kind != "deep":  # a scenario file is at most 100 levels deep: not read there
-        from openprogram_testing.frontends.scenarios.expect_models import TrajectoryCall
-        from openprogram_testing.frontends.scenarios.model import WhenDef
-
         out.append(("expect.trajectory", lambda: TrajectoryCall(name=case.tool, args=case.args)))
         out.append(("when:", lambda: WhenDef(tool=case.tool, args=case.args)))
     return out
@@ -191,9 +191,6 @@ def check_hostile_expectation(case: HostileExpectation) -> None:
     """Every reader gives ``case`` its outcome (see the module docstring), or
     ``OutcomeMismatch`` names the first that did not."""
     from pydantic import ValidationError
-
-    from openprogram_testing.core.matchers import MatcherError
-    from openprogram_testing.judges.trajectory import TrajectoryMismatch
 
     problems: list[str] = []
     for name, read in _readers(case):

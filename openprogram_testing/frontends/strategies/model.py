@@ -12,6 +12,9 @@ from functools import cached_property
 from typing import Any
 
 from openprogram.runs import SteeringMode
+from openprogram_testing.core.dialogue import UserLine
+from openprogram_testing.core.steering import SteeringSchedule
+from openprogram_testing.core.trace import run_loop
 from openprogram_testing.transport.scripted import (
     ScriptedCall,
     ScriptedProvider,
@@ -193,8 +196,6 @@ class GeneratedScenario:
         """A fresh harness ``SteeringSchedule`` (``None`` when nothing is scheduled)."""
         if not self.steering:
             return None
-        from openprogram_testing.core.dialogue import UserLine
-        from openprogram_testing.core.steering import SteeringSchedule
 
         schedule = SteeringSchedule()
         # The simulated user's lines, in order, as one dialogue (each said once, when the model
@@ -221,7 +222,6 @@ class GeneratedScenario:
     # -- running ----------------------------------------------------------------------------
     async def run(self, chunk_size: int | None = None) -> Any:
         """Run through the real loop; returns the harness ``LoopTrace``."""
-        from openprogram_testing.core.trace import run_loop
 
         return await run_loop(
             self.build_provider(chunk_size),

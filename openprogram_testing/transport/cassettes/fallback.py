@@ -23,7 +23,14 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from openprogram_testing.base.recording import SERVED_FROM_SCRIPT
+from openprogram_testing.base.recording import (
+    SERVED_FROM_SCRIPT,
+    HttpExchange,
+    annotate,
+    announce_exchange,
+    exchanges_wanted,
+)
+from openprogram_testing.transport.emulator.server import ProviderEmulator
 
 
 class ScriptFallback:
@@ -31,7 +38,6 @@ class ScriptFallback:
     request; a request past the last turn is the cassette's ordinary mismatch error)."""
 
     def __init__(self, turns: Sequence[Any]) -> None:
-        from openprogram_testing.transport.emulator.server import ProviderEmulator
 
         self.emulator = ProviderEmulator(list(turns))
         self.total = self.emulator.remaining
@@ -44,12 +50,6 @@ class ScriptFallback:
     def serve(self, request: Any, why: str) -> dict[str, Any]:
         """Answer ``request`` (vcrpy's) from the next turn, as a served response dict (the
         shape ``CassetteSession.serve`` returns), and note it on the traced run."""
-        from openprogram_testing.base.recording import (
-            HttpExchange,
-            annotate,
-            announce_exchange,
-            exchanges_wanted,
-        )
 
         parts = urlsplit(str(request.uri))
         target = parts.path + (f"?{parts.query}" if parts.query else "")

@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from openprogram_testing.base.safeyaml import MAX_FILE_BYTES, YamlProblem, read
+
 from .errors import CassetteError
 
 __all__ = [
@@ -123,7 +125,6 @@ def parse_cassette(text: str, path: Path) -> dict[str, Any]:
 
 
 def _parse_cassette(text: str, path: Path) -> dict[str, Any]:
-    from openprogram_testing.base.safeyaml import YamlProblem, read
 
     data: Any = None
     try:
@@ -320,7 +321,6 @@ def load_interactions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
     The one cassette loader: the session, the emulator and the tools all read files through it.
     """
-    from openprogram_testing.base.safeyaml import MAX_FILE_BYTES
 
     path = Path(path)
     try:

@@ -34,7 +34,16 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from openprogram_testing.base.recording import HttpExchange, announce_exchange, exchanges_wanted
+from openprogram.providers import guard
+from openprogram_testing.base.recording import (
+    CASSETTE,
+    FAULT,
+    HttpExchange,
+    annotate,
+    announce_exchange,
+    current_run,
+    exchanges_wanted,
+)
 from openprogram_testing.transport.faults import (
     FAULT_KINDS,
     FaultError,
@@ -46,6 +55,7 @@ from openprogram_testing.transport.wire.base import EXHAUSTED_HEADER
 
 from . import vcr_internals
 from .errors import CassetteError, CassetteLeakError, ScriptExhaustedWarning
+from .fallback import ScriptFallback
 from .files import Serializer, decoded_body, headers_as_lists
 from .matching import MISSING, ROUTE_MATCHERS, BodyMatch, ListLength, requests_match, show
 from .modes import RECORD_MODES, RecordMode
@@ -258,7 +268,6 @@ class CassetteSession:
     def _enter_guard(self) -> None:
         """Let real adapters through the real-call guard while requests are answered from the
         cassette (and, when recording, for the real requests)."""
-        from openprogram.providers import guard
 
         assert self._stack is not None
         self._stack.enter_context(guard.replaying())
@@ -439,7 +448,6 @@ class CassetteSession:
         if cassette is None:  # pragma: no cover - only during loading
             return f"cassette {self.path}: no match for {request.method} {request.uri}"
         request = self._before_record_request(request)
-        from openprogram_testing.base.recording import current_run
 
         run = current_run()
         head = (
@@ -549,7 +557,6 @@ def _script_fallback(turns: Sequence[Any], record_mode: str) -> ScriptFallback |
             "fallback= answers requests a replayed cassette does not hold; it cannot be "
             f"combined with recording (record_mode={record_mode!r}; use 'none')"
         )
-    from .fallback import ScriptFallback
 
     try:
         return ScriptFallback(turns)
@@ -560,7 +567,6 @@ def _script_fallback(turns: Sequence[Any], record_mode: str) -> ScriptFallback |
 def _annotate(index: int, uri: str, status: int, mutations: list[Mutation]) -> None:
     """Tell the run being traced (if any) which interaction answered and which faults hit it,
     so the timeline and the HTML report mark them at the model call they belong to."""
-    from openprogram_testing.base.recording import CASSETTE, FAULT, annotate
 
     annotate(CASSETTE, f"interaction {index}: {uri} -> HTTP {status}")
     for mutation in mutations:

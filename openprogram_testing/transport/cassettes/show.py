@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.texts import clip
+from openprogram_testing.transport.wire import route
+from openprogram_testing.transport.wire.base import loads_or_none
+from openprogram_testing.transport.wire.sse import frame_data, frame_event, frame_json, split_frames
 
 from .files import recorded_body_text
 
@@ -35,15 +38,12 @@ def render_cassette(file: Path, data: dict[str, Any]) -> str:
 
 
 def _json_body(body: Any) -> Any:
-    from openprogram_testing.transport.wire.base import loads_or_none
 
     return loads_or_none(recorded_body_text(body))
 
 
 def _describe_request(body: dict[str, Any], uri: str = "") -> list[str]:
     from urllib.parse import unquote, urlsplit
-
-    from openprogram_testing.transport.wire import route
 
     found = route(unquote(urlsplit(uri).path)) if uri else None
     if found is not None and found.api in ("gemini", "bedrock"):
@@ -83,12 +83,6 @@ def _describe_response(response: dict[str, Any]) -> list[str]:
     text = recorded_body_text(response.get("body"))
     if text is None:
         return ["(no body)"]
-    from openprogram_testing.transport.wire.sse import (
-        frame_data,
-        frame_event,
-        frame_json,
-        split_frames,
-    )
 
     if "data:" not in text:
         return [_clip(text, 300)]

@@ -46,6 +46,7 @@ from openprogram_testing.transport.scripted import (
     resolve_turn,
 )
 from openprogram_testing.transport.wire import (
+    FORMATS,
     CallPart,
     ErrorAnswer,
     Frame,
@@ -55,6 +56,7 @@ from openprogram_testing.transport.wire import (
     ThinkingPart,
     WireFormat,
     WireTurn,
+    detect_format,
     dumps,
     eventstream,
     sse,
@@ -408,8 +410,6 @@ def recorded_plan(
         k: v for k, v in response.headers.items() if k not in ("content-type", "cache-control")
     }
     if response.status == 200 and eventstream.CONTENT_TYPE in ctype:
-        from openprogram_testing.transport.wire import FORMATS
-
         messages = eventstream.split_messages(response.raw)
         chunked = any(_event(m) == "chunk" for m in messages)
         es_wire = (
@@ -420,8 +420,6 @@ def recorded_plan(
         units = [_message_unit(es_wire, m) for m in messages]
         return stream_plan(es_wire, units, eventstream.CONTENT_TYPE, headers, faults)
     if response.status == 200 and "text/event-stream" in ctype:
-        from openprogram_testing.transport.wire import detect_format
-
         text = response.raw.decode("utf-8", errors="replace")
         frames = sse.split_frames(text)
         sse_wire = detect_format(frames, None)

@@ -38,6 +38,8 @@ from openprogram_testing.base.recording import (
     announce_exchange,
     exchanges_wanted,
 )
+from openprogram_testing.transport.cassettes.errors import CassetteError
+from openprogram_testing.transport.cassettes.files import load_interactions
 from openprogram_testing.transport.faults import (
     Fault,
     FaultError,
@@ -490,8 +492,6 @@ class ProviderEmulator:
         request, whatever the request; status, headers and body as recorded, gzip undone;
         streams frame by frame).  ``faults`` maps an interaction index to the faults of its
         response; ``kwargs`` go to the constructor."""
-        from openprogram_testing.transport.cassettes.errors import CassetteError
-        from openprogram_testing.transport.cassettes.files import load_interactions
 
         try:
             responses = cassette_responses(load_interactions(path))

@@ -32,6 +32,7 @@ from openprogram.types import (
     UserMessage,
 )
 
+from . import anthropic
 from .anthropic import Anthropic
 from .base import (
     ErrorAnswer,
@@ -394,7 +395,6 @@ def garble_invoke(messages: list[bytes], i: int) -> int:
     one Anthropic event (base64 in ``bytes``), so the events are garbled as Anthropic's own
     (:func:`~.anthropic.garble`) and the changed ones wrapped again (CRCs recomputed); returns
     how many tool-use blocks the stream has."""
-    from . import anthropic
 
     frames: list[str] = []
     unchanged: dict[str, bytes] = {}
