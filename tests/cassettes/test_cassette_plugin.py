@@ -134,3 +134,59 @@ def test_the_record_mode_option_defaults_to_replay_only(request: pytest.FixtureR
         "op_cassette(name=None, *, match_body=True, ignore_paths=(), allow_unplayed=False"
         in markers
     )
+
+
+OVERRIDES = """
+import pytest
+
+@pytest.fixture
+def op_cassette_dir():
+    return "recorded"  # relative: under the rootdir
+
+@pytest.fixture
+def op_record_mode():
+    return "new_episodes"
+"""
+
+USES = """
+import pathlib, pytest
+
+def test_default(cassette):
+    where = cassette.path.relative_to(pathlib.Path.cwd()).as_posix()
+    assert where == "recorded/tests/test_o/test_default.yaml"
+    assert cassette.record_mode == "new_episodes"
+
+@pytest.mark.op_cassette("named", record_mode="none", allow_unplayed=True)
+def test_marker_wins(cassette):
+    assert cassette.path.relative_to(pathlib.Path.cwd()).as_posix() == "recorded/named.yaml"
+    assert cassette.record_mode == "none"
+"""
+
+
+def test_a_conftest_overrides_the_cassette_dir_and_the_record_mode(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest-recording's override points: a conftest.py fixture moves the cassettes and sets
+    the record mode for its folder; a marker still wins over both."""
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "conftest.py").write_text(OVERRIDES)
+    (pytester.path / "tests" / "test_o.py").write_text(USES)
+    named = pytester.path / "recorded" / "named.yaml"
+    named.parent.mkdir()
+    named.write_text("version: 1\ninteractions: []\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    assert not (pytester.path / "cassettes").exists()  # nothing read or written there
+
+
+def test_without_overrides_the_defaults_are_the_options(pytester: pytest.Pytester) -> None:
+    (pytester.path / "test_d.py").write_text(
+        "def test_t(op_cassette_dir, op_record_mode, request):\n"
+        "    import pathlib\n"
+        "    assert op_cassette_dir == pathlib.Path(str(request.config.rootpath)) / 'cassettes'\n"
+        "    assert op_record_mode == 'once'\n"
+    )
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--openprogram-record-mode=once"
+    )
+    result.assert_outcomes(passed=1)

@@ -1,8 +1,10 @@
 """The pytest plugin (registered through the ``pytest11`` entry point).
 
-Fixtures, markers and options of the harness.  Options are namespaced (``--openprogram-…``) so
-the plugin coexists with pytest-recording, which owns ``--record-mode``.  Nothing heavy is
-imported at collection time: SDKs, vcrpy and hypothesis load only when a fixture needs them.
+Fixtures and markers of the harness (its options are all in ``frontends.pytest.options``).
+Nothing heavy is imported at collection time: SDKs, vcrpy and hypothesis load only when a
+fixture needs them.  ``op_cassette_dir`` and ``op_record_mode`` are override points, as
+pytest-recording's ``vcr_cassette_dir`` and ``record_mode`` are: a ``conftest.py`` fixture of the
+same name changes where the ``cassette`` fixture's files live or how it records.
 
 Fixtures: ``scripted_provider``, ``provider_emulator``, ``cassette``, ``steering``,
 ``loop_runner``, ``exec_runner``, ``trace_snapshot``, ``runtime_override``, ``fake_mcp_server``,
@@ -30,13 +32,13 @@ from openprogram_testing.core.render import render_timeline, timeline_shown
 from openprogram_testing.core.spans import SpanCapture
 from openprogram_testing.core.steering import SteeringSchedule
 from openprogram_testing.core.tree import Subject
-from openprogram_testing.transport.cassettes.modes import RECORD_MODES
 from openprogram_testing.transport.scripted import ScriptedProvider, ScriptError
 
 from .runners import ExecRunner, LoopRunner
 
-# The YAML scenario collector (with its options) lives with the scenarios.
+# Every option (frontends.pytest.options); the YAML collector; the report.
 pytest_plugins = [
+    "openprogram_testing.frontends.pytest.options",
     "openprogram_testing.frontends.scenarios.collect",
     "openprogram_testing.frontends.report.pytest_plugin",
 ]
@@ -44,63 +46,6 @@ pytest_plugins = [
 if TYPE_CHECKING:
     from openprogram_testing.transport.cassettes.session import CassetteSession
     from openprogram_testing.transport.emulator.server import ProviderEmulator
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Shared hook (one per module): add every option of the harness here."""
-    group = parser.getgroup("openprogram", "openprogram_testing harness")
-    group.addoption(
-        "--openprogram-record-mode",
-        action="store",
-        default="none",
-        choices=RECORD_MODES,
-        help="Cassette record mode for the `cassette` fixture (default: none = replay only, "
-        "never reach the network).  Recording allows real model requests.",
-    )
-    # -- harness: real-call guard, loop_runner ------------------------------------------------
-    group.addoption(
-        "--openprogram-allow-model-requests",
-        action="store_true",
-        default=None,
-        help="Allow real model API requests in every test (default: blocked by "
-        "openprogram.providers.guard; loopback servers and cassette playback always pass).",
-    )
-    group.addoption(
-        "--openprogram-no-invariants",
-        action="store_true",
-        default=None,
-        help="Do not check the loop invariants on every `loop_runner` run.",
-    )
-    # -- spans: the runs of each test exported over OTLP ----------------------------------------
-    group.addoption(
-        "--openprogram-otlp",
-        action="store",
-        default=None,
-        metavar="URL",
-        help="Export each test's runs as an OpenTelemetry trace named after the test, its "
-        "verdict on the root span, to this OTLP/HTTP endpoint (http://host:4318, or the full "
-        "/v1/traces URL).  Observing only: no verdict changes.  Needs the otlp extra.",
-    )
-    parser.addini(
-        "openprogram_allow_model_requests",
-        "Allow real model API requests in every test (default: false).",
-        type="bool",
-        default=False,
-    )
-    parser.addini(
-        "openprogram_cassette_match_body",
-        "Cassette replay compares the JSON bodies of model calls with the recorded ones "
-        "(default: true).  false relaxes it for every `cassette` fixture and YAML cassette "
-        "scenario that does not say otherwise.",
-        type="bool",
-        default=True,
-    )
-    parser.addini(
-        "openprogram_check_invariants",
-        "Check the loop invariants on every `loop_runner` run (default: true).",
-        type="bool",
-        default=True,
-    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -251,10 +196,13 @@ def fake_mcp_server() -> Iterator[Callable[..., Any]]:
 
 
 @pytest.fixture
-def mcp_cassette(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+def mcp_cassette(
+    request: pytest.FixtureRequest, op_cassette_dir: Path, op_record_mode: str
+) -> Iterator[Callable[..., Any]]:
     """Make MCP cassettes: ``mcp_cassette("files", server=real_server)`` returns an
-    ``MCPCassette`` at ``cassettes/<test file path>/<test>.mcp-files.json`` (or ``path=``),
-    recorded from ``server`` under ``--openprogram-record-mode=once`` (or ``all``) and replayed
+    ``MCPCassette`` at ``<op_cassette_dir>/<test file path>/<test>.mcp-files.json`` (or
+    ``path=``), recorded from ``server`` under ``--openprogram-record-mode=once`` (or ``all``; or
+    ``op_record_mode``) and replayed
     otherwise; give it to ``MCPConnection`` in place of the server.  At teardown a recording is
     written, then a request no recording matched, or a recorded call never made, fails the
     test."""
@@ -270,7 +218,7 @@ def mcp_cassette(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]
     from openprogram_testing.base.filenames import safe_stem, test_file_dir
 
     root = Path(str(request.config.rootpath))
-    mode = str(request.config.getoption("--openprogram-record-mode") or "none")
+    mode = op_record_mode
     made: list[MCPCassette] = []
 
     def make(name: str, server: Any = None, *, path: Any = None, **options: Any) -> MCPCassette:
@@ -278,7 +226,7 @@ def mcp_cassette(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]
         if path is None:
             folder = test_file_dir(Path(str(request.node.path)), root)
             stem = safe_stem(f"{_test_name(request)}.mcp-{name}")
-            path = root / "cassettes" / folder / f"{stem}.json"
+            path = root / op_cassette_dir / folder / f"{stem}.json"
         options.setdefault("mode", mode)
         try:
             cassette = MCPCassette(path, server, **options)
@@ -299,21 +247,24 @@ def mcp_cassette(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]
         pytest.fail("\n".join(failures), pytrace=False)
 
 
-def _cassette_path(request: pytest.FixtureRequest, name: object) -> Path:
-    """``cassettes/<name>.yaml`` under the rootdir, or by default
-    ``cassettes/<test file path>/<test>.yaml``, named as snapshots are (``safe_stem``): the test
-    file's path keeps ``tests/a/test_x.py`` and ``tests/b/test_x.py`` apart, the hash suffix
-    ``[a/b]`` and ``[a-b]``; a test in a class is ``TestX.test_t``."""
+def _cassette_path(
+    request: pytest.FixtureRequest, name: object, folder: Path | None = None
+) -> Path:
+    """``<folder>/<name>.yaml`` or by default ``<folder>/<test file path>/<test>.yaml`` (``folder``
+    is ``op_cassette_dir``), named as snapshots are (``safe_stem``): the test file's path keeps
+    ``tests/a/test_x.py`` and ``tests/b/test_x.py`` apart, the hash suffix ``[a/b]`` and
+    ``[a-b]``; a test in a class is ``TestX.test_t``."""
     from openprogram_testing.base.filenames import safe_stem, test_file_dir
 
     root = Path(str(request.config.rootpath))
+    folder = root / "cassettes" if folder is None else folder
     if name is None:
-        folder = test_file_dir(Path(str(request.node.path)), root)
-        return root / "cassettes" / folder / f"{safe_stem(_test_name(request))}.yaml"
+        within = test_file_dir(Path(str(request.node.path)), root)
+        return folder / within / f"{safe_stem(_test_name(request))}.yaml"
     path = Path(str(name))
     if not path.suffix:
         path = path.with_suffix(".yaml")
-    return path if path.is_absolute() else root / "cassettes" / path
+    return path if path.is_absolute() else folder / path
 
 
 def _test_name(request: pytest.FixtureRequest) -> str:
@@ -322,19 +273,41 @@ def _test_name(request: pytest.FixtureRequest) -> str:
     return within.replace("::", ".") or request.node.name
 
 
-def _legacy_cassette_path(request: pytest.FixtureRequest) -> Path:
+def _legacy_cassette_path(request: pytest.FixtureRequest, folder: Path) -> Path:
     """Where the default cassette was looked for before names were path-aware (its names
-    collided): ``cassettes/<module>/<test>.yaml``, unsafe characters as ``-``."""
+    collided): ``<folder>/<module>/<test>.yaml``, unsafe characters as ``-``."""
     module = Path(str(request.node.path)).stem
     test = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
-    return Path(str(request.config.rootpath)) / "cassettes" / module / f"{test}.yaml"
+    return folder / module / f"{test}.yaml"
+
+
+# -- override points (pytest-recording's manner: a conftest.py fixture of the same name wins) -----
 
 
 @pytest.fixture
-def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
+def op_cassette_dir(request: pytest.FixtureRequest) -> Path:
+    """Where the ``cassette`` fixture reads and records cassettes: ``cassettes/`` under the
+    rootdir.  Override it in a ``conftest.py`` to keep them elsewhere (a relative path is under
+    the rootdir); a marker's absolute name still wins."""
+    return Path(str(request.config.rootpath)) / "cassettes"
+
+
+@pytest.fixture
+def op_record_mode(request: pytest.FixtureRequest) -> str:
+    """The ``cassette`` fixture's record mode: ``--openprogram-record-mode`` (default ``none``:
+    replay only).  Override it in a ``conftest.py`` (e.g. ``once`` for a folder of tests being
+    recorded); a marker's ``record_mode=`` still wins."""
+    return str(request.config.getoption("--openprogram-record-mode") or "none")
+
+
+@pytest.fixture
+def cassette(
+    request: pytest.FixtureRequest, op_cassette_dir: Path, op_record_mode: str
+) -> Iterator[CassetteSession]:
     """Replay the test's cassette (``@pytest.mark.op_cassette(...)`` or, by default,
-    ``cassettes/<test file path>/<test>.yaml``) around the test.  ``--openprogram-record-mode=once``
-    records it (real model requests are allowed then).  At teardown, interactions left unplayed
+    ``<op_cassette_dir>/<test file path>/<test>.yaml``) around the test.
+    ``--openprogram-record-mode=once`` (or ``op_record_mode``) records it (real model requests
+    are allowed then).  At teardown, interactions left unplayed
     or a request that matched nothing fail the test.  ``fallback=[turns]`` on the marker answers
     requests the cassette does not hold from scripted turns (marked on the run; replay only)."""
     __tracebackhide__ = True
@@ -362,8 +335,7 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
             f"allow_unplayed=, mutations=, redact_values=, record_mode=, fallback=; "
             f"got {sorted(unknown) or args[1:]}"
         )
-    mode = str(request.config.getoption("--openprogram-record-mode") or "none")
-    kwargs.setdefault("record_mode", mode)
+    kwargs.setdefault("record_mode", op_record_mode)
     kwargs.setdefault("match_body", bool(request.config.getini("openprogram_cassette_match_body")))
     try:
         with contextlib.ExitStack() as stack:
@@ -372,9 +344,10 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
 
                 kwargs.pop("fallback", None)  # recording records what is asked: nothing made up
                 stack.enter_context(guard.allow_model_requests(True))
-            path = _cassette_path(request, name)
+            folder = Path(str(request.config.rootpath)) / op_cassette_dir
+            path = _cassette_path(request, name, folder)
             if name is None and kwargs["record_mode"] == "none":
-                _refuse_legacy_name(request, path)
+                _refuse_legacy_name(request, path, folder)
             yield stack.enter_context(use_cassette(path, **kwargs))
     except CassetteError as exc:  # the message says it all: no contextlib or library frames
         failure = f"{type(exc).__name__}: {exc}"
@@ -383,21 +356,26 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     pytest.fail(failure, pytrace=False)
 
 
-def _refuse_legacy_name(request: pytest.FixtureRequest, path: Path) -> None:
+def _refuse_legacy_name(request: pytest.FixtureRequest, path: Path, folder: Path) -> None:
     """A default cassette still at its old, collision-prone name: say how to move it rather
     than report it missing (or, worse, replay another test's file)."""
     __tracebackhide__ = True
-    legacy = _legacy_cassette_path(request)
+    legacy = _legacy_cassette_path(request, folder)
     if path.is_file() or not legacy.is_file():
         return
     root = Path(str(request.config.rootpath))
+    new, old = _shown(path, root), _shown(legacy, root)
     pytest.fail(
-        f"the cassette of this test is now named {path.relative_to(root)} (path-aware, so tests "
-        f"of the same name in other files keep apart); found it at its old name "
-        f"{legacy.relative_to(root)}: move it (git mv {legacy.relative_to(root)} "
-        f"{path.relative_to(root)})",
+        f"the cassette of this test is now named {new} (path-aware, so tests of the same name "
+        f"in other files keep apart); found it at its old name {old}: move it (git mv {old} "
+        f"{new})",
         pytrace=False,
     )
+
+
+def _shown(path: Path, root: Path) -> str:
+    """``path`` relative to the rootdir, or whole when it is elsewhere (``op_cassette_dir``)."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 # -- harness: real-call guard, steering, loop_runner, trace_snapshot ------------------------------

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from openprogram.texts import whole_text
+from openprogram_testing.frontends.pytest.options import FREEZE_OPTION, SELECTION_OPTION
 
 from .outcome import OUTCOME, ScenarioOutcome
 
@@ -143,16 +144,6 @@ MAX_HEADER_BYTES = 1024 * 1024
 """A larger file is loaded whole at collection (reading its header would cost the same)."""
 
 
-FREEZE_OPTION = "--openprogram-freeze-gc"
-"""Keep what is alive after start-up and after collection out of the garbage collector's full
-walks: ``session`` until the session ends, ``process`` until the process exits (what
-``openprogram-testing run`` passes when it is the process; see ``_freeze``)."""
-
-SELECTION_OPTION = "--openprogram-only"
-"""Collect only the files a list names: how ``openprogram-testing run`` hands pytest its
-selection (see ``Selection``)."""
-
-
 @dataclass(frozen=True)
 class Selection:
     """The scenario files a run selected, and every folder between a collection root and them.
@@ -252,48 +243,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import gc
 
         gc.unfreeze()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """The collector's own settings."""
-    parser.getgroup("openprogram").addoption(
-        FREEZE_OPTION,
-        dest="openprogram_freeze_gc",
-        choices=("session", "process"),
-        default=None,
-        help="Keep what is alive after start-up and after collection out of the garbage "
-        "collector's full walks, until the session ends or until the process exits (what "
-        "`openprogram-testing run` passes).",
-    )
-    parser.getgroup("openprogram").addoption(
-        SELECTION_OPTION,
-        dest="openprogram_only",
-        default=None,
-        metavar="FILE",
-        help="Collect only the scenario files listed in FILE, one path a line (what "
-        "`openprogram-testing run` selected).",
-    )
-    parser.getgroup("openprogram").addoption(
-        "--openprogram-import-root",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="Look up scenario import: paths in DIR first (repeatable; the pythonpath ini "
-        "setting and the rootdir are always searched).",
-    )
-    parser.addini(
-        "openprogram_scenarios",
-        "Extra glob patterns of YAML scenario files to collect as tests (besides "
-        "scenario_*.yaml and *.scenario.yaml).",
-        type="linelist",
-        default=[],
-    )
-    parser.addini(
-        "openprogram_scenario_time_limit",
-        "Wall-clock limit of one scenario run in seconds (default: 60; a scenario's "
-        "options.time_limit_s wins).",
-        default="",
-    )
 
 
 def import_roots(config: pytest.Config) -> list[Path]:
