@@ -13,6 +13,7 @@ from typing import Any
 
 from openprogram_testing.core.matchers import match_deadline
 from openprogram_testing.core.tree import TraceTree
+from openprogram_testing.judges.approvals import approvals_difference
 from openprogram_testing.judges.trajectory import trajectory_mismatch
 from openprogram_testing.judges.usage import (
     Prices,
@@ -143,8 +144,6 @@ def check_run(
     if exp.trajectory is not None:
         out.extend(_check_trajectory(exp.trajectory, trace, where, deadline))
     if exp.approvals is not None:
-        from openprogram_testing.judges.approvals import approvals_difference
-
         wanted = [a.outcome if a.tool is None else (a.tool, a.outcome) for a in exp.approvals]
         problem = approvals_difference(trace, wanted)
         if problem is not None:

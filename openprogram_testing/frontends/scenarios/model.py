@@ -414,8 +414,6 @@ class ApprovalDef(Strict):
         if self.tool is not None and self.when is not None:
             raise ValueError("give 'tool' (with args, nth) or 'when', not both")
         if self.args is not None:
-            from openprogram_testing.core.matchers import arguments_matcher
-
             arguments_matcher(self.args)
         return self
 

@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 from hypothesis import reject
 from hypothesis import strategies as st
 
+from openprogram.mcp.convert import listed_tools
 from openprogram.texts import NOT_JSON_TEXT, not_object_text
 from openprogram.tools import (
     Validator,
@@ -221,7 +222,6 @@ def mcp_tool_calls(
     drawn from the schema it is offered with (normalised as ``MCPConnection`` does, and
     validated as it validates them), valid or a labelled near miss as in ``schema_calls``.
     Tools the runtime would leave off the menu are left out here too."""
-    from openprogram.mcp.convert import listed_tools
 
     tools = listing.get("tools") if isinstance(listing, Mapping) else listing
     if not isinstance(tools, list):
