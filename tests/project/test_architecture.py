@@ -166,9 +166,9 @@ def test_the_cycle_check_finds_a_planted_cycle(tmp_path: Path) -> None:
     (pkg / "b.py").write_text("def f():\n    from .c import g\n    return g\n")
     (pkg / "c.py").write_text("def g():\n    from pkg import a\n    return a\n")
     (pkg / "d.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import f\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.e import x\n"
     )
-    (pkg / "e.py").write_text("import pkg.d\n")
+    (pkg / "e.py").write_text("import pkg.d\nx = 1\n")  # d -> e only under TYPE_CHECKING
     graph = {
         f"pkg.{n}": {t for t in _runtime_imports(pkg / f"{n}.py", f"pkg.{n}") if t[4:5] in "abcde"}
         for n in "abcde"
