@@ -26,6 +26,9 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
+from openprogram import Registry, Runtime, function
+from openprogram_testing.transport.scripted import ScriptedProvider
+
 CheckKind = Literal["none", "pass", "fail", "raise"]
 
 NAMES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
@@ -66,7 +69,6 @@ class GatingConfig:
     # -- the real objects ---------------------------------------------------------------------
     def build(self) -> tuple[Any, dict[str, Any], dict[str, Any]]:
         """``(registry, Runtime keyword arguments, exec keyword arguments)``."""
-        from openprogram import Registry, function
 
         registry = Registry()
         for tool in self.tools:
@@ -226,9 +228,6 @@ def check_gating(config: GatingConfig) -> None:
     array and the run's deferred tools are the reference model's (an ``AssertionError`` naming
     the configuration otherwise)."""
     import os
-
-    from openprogram import Runtime
-    from openprogram_testing.transport.scripted import ScriptedProvider
 
     registry, runtime_options, run_options = config.build()
     provider = ScriptedProvider(["ok"])
