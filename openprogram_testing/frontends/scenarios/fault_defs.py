@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from openprogram_testing.base import deprecated
+from openprogram_testing.transport.faults import FAULT_KINDS
+
 if TYPE_CHECKING:
     from openprogram_testing.transport.faults import FaultKind, Mutation
 
@@ -18,7 +21,6 @@ if TYPE_CHECKING:
 def _old_fault_keys(schema: dict[str, Any]) -> None:
     """The JSON Schema still accepts a 0.1 fault key (marked deprecated), as the loader does,
     so an editor does not flag a file that loads."""
-    from openprogram_testing.transport.faults import FAULT_KINDS
 
     properties = schema.setdefault("properties", {})
     for kind in FAULT_KINDS.values():
@@ -57,7 +59,6 @@ class FaultDef(BaseModel):
     def _old_keys(cls, data: Any) -> Any:
         """A 0.1 key (``corrupt_frame``) reads as its new name, warning (the loader warns
         first, naming file:line, and hands the new key on)."""
-        from openprogram_testing.transport.faults import FAULT_KINDS
 
         if not isinstance(data, dict):
             return data
@@ -67,8 +68,6 @@ class FaultDef(BaseModel):
                     f"{kind.old_key!r} is the 0.1 name of {kind.name!r}: give {kind.name!r} alone"
                 )
             if kind.old_key is not None and kind.old_key in data:
-                from openprogram_testing.base import deprecated
-
                 deprecated.warn(f"the fault key {kind.old_key}:", f"{kind.name}:")
                 data = {kind.name if k == kind.old_key else k: v for k, v in data.items()}
         return data
@@ -76,7 +75,6 @@ class FaultDef(BaseModel):
     @model_validator(mode="after")
     def _exactly_one(self) -> FaultDef:
         kind = self.kind  # raises naming the kinds when not exactly one is set
-        from openprogram_testing.transport.faults import FAULT_KINDS
 
         for other in FAULT_KINDS.values():
             for option in other.options:
@@ -87,7 +85,6 @@ class FaultDef(BaseModel):
     @property
     def kind(self) -> FaultKind:
         """The ``FaultKind`` of this entry (the one kind key it sets)."""
-        from openprogram_testing.transport.faults import FAULT_KINDS
 
         kinds = [k for k in FAULT_KINDS.values() if getattr(self, k.name) is not None]
         if len(kinds) != 1:

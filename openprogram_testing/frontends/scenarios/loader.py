@@ -13,8 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from openprogram_testing.base import deprecated
 from openprogram_testing.base.paths import project_root
 from openprogram_testing.base.safeyaml import MAX_FILE_BYTES
+from openprogram_testing.transport.faults import FAULT_KINDS
 
 from .checks import check
 from .model import Scenario
@@ -171,8 +173,6 @@ def _validated(text: str, file: str) -> tuple[Scenario, Any]:
 def _warn_old_fault_keys(file: str, root_node: Any, data: Any) -> None:
     """A 0.1 fault key (``corrupt_frame``) warns naming its place and its new name, then reads
     as the new name (renamed in ``data``, so the model does not warn again without a place)."""
-    from openprogram_testing.base import deprecated
-    from openprogram_testing.transport.faults import FAULT_KINDS
 
     cassette = data.get("cassette") if isinstance(data, dict) else None
     faults = cassette.get("faults") if isinstance(cassette, dict) else None

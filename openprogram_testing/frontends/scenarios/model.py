@@ -23,6 +23,7 @@ from pydantic import (
 from openprogram.events import ApprovalOutcome
 from openprogram.providers.wire import WireAPI
 from openprogram.runs import SteeringMode
+from openprogram_testing.base import deprecated
 from openprogram_testing.core.matchers import arguments_matcher
 from openprogram_testing.core.spans import span_tree_entries
 from openprogram_testing.transport.cassettes.errors import CassetteError
@@ -647,7 +648,6 @@ MODEL_NAMES = {
 def __getattr__(name: str) -> Any:
     if name != "Mutation":  # 0.1's name of FaultDef, kept until 0.3
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from openprogram_testing.base import deprecated
 
     deprecated.warn("scenarios.Mutation", "scenarios.FaultDef", deprecated.caller_stacklevel())
     return FaultDef
