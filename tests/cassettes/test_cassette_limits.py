@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_testing.base import safeyaml
 from openprogram_testing.cassettes import CassetteError, load_interactions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +59,9 @@ def test_nesting_past_the_limit_is_a_cassette_error(tmp_path: Path) -> None:
 def test_a_file_past_the_size_limit_is_refused_before_it_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(safeyaml, "MAX_FILE_BYTES", 100)
+    from openprogram_testing.transport.cassettes import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 100)  # read there, imported by name
     path = tmp_path / "big.yaml"
     path.write_text("interactions: []\n" + "#" * 200 + "\n")
     with pytest.raises(CassetteError, match="larger than 100 bytes"):

@@ -25,7 +25,7 @@ FAILING = ONE_TOOL_CALL + "expect: {final_text: goodbye}\n"
 
 @pytest.fixture
 def renders(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every ``render_timeline`` call from now on (the runner imports it when it needs it)."""
+    """Every ``render_timeline`` call from now on."""
     calls: list[object] = []
     original = render.render_timeline
 
@@ -33,10 +33,13 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         calls.append(ran)
         return original(ran, *args, **kwargs)
 
-    monkeypatch.setattr(render, "render_timeline", counting)
     import openprogram_testing.core.trace as trace_module
+    import openprogram_testing.core.tree as tree_module
+    import openprogram_testing.frontends.scenarios.runner as runner_module
 
-    monkeypatch.setattr(trace_module, "render_timeline", counting)
+    # every module that holds the name (imported at module level) is patched where it reads it
+    for module in (render, trace_module, tree_module, runner_module):
+        monkeypatch.setattr(module, "render_timeline", counting)
     return calls
 
 
